@@ -1,0 +1,119 @@
+"""The HTTP shell: a plain ASGI app that turns each request into a pipeline run.
+
+Only this module knows about ASGI scopes. Any exception that escapes the pipeline is
+mapped here, once, to an ``internal_error`` envelope with no detail for the client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import os
+from time import perf_counter_ns
+
+from .config.schema import Config
+from .errors import Reason, Refusal
+from .http.disconnect import DisconnectWatch
+from .http.responses import send_json, send_refusal
+from .http.routes import HEALTHY, STARTING, ModelList
+from .observe.decision_log import build_record
+from .pipeline.context import RequestContext
+from .pipeline.runner import Runner
+from .pipeline.stage import Exit
+from .services import Services
+from .upstream.forward import Forwarder
+
+log = logging.getLogger("tokenward")
+
+
+class Gateway:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.services = Services(config)
+        self.runner: Runner | None = None
+        self._ids = itertools.count(1)
+        self._id_prefix = "req_" + os.urandom(4).hex()
+        self._forwarder: Forwarder | None = None
+        self._models = ModelList(config)
+        self._metrics_public = config.server.expose_metrics
+
+    async def startup(self) -> None:
+        await self.services.start()
+        self._forwarder = Forwarder(self.services.targets, self.config.stream)
+        self.runner = Runner(self.services.stages, self._forward, self._respond_refusal, self._finish)
+
+    async def shutdown(self) -> None:
+        await self.services.stop()
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _http(self, scope: dict, receive, send) -> None:
+        path = scope["path"]
+        if path == "/healthz":
+            await send_json(send, 200, HEALTHY, self._next_id().encode())
+            return
+        if path == "/readyz":
+            ready = self.runner is not None and self.services.ready
+            await send_json(send, 200 if ready else 503, HEALTHY if ready else STARTING, self._next_id().encode())
+            return
+        if path == "/metrics" and self._metrics_public:
+            from .observe.metrics import send_metrics
+
+            await send_metrics(send)
+            return
+        runner = self.runner
+        if runner is None:
+            await send_refusal(send, Refusal(Reason.budget_store_unavailable, "gateway is starting"),
+                               self._next_id().encode())
+            return
+        ctx = RequestContext(self._next_id(), scope["method"], path, scope["headers"], receive, send,
+                             perf_counter_ns())
+        ctx.disconnect = DisconnectWatch(receive)
+        try:
+            await runner.run(ctx)
+        except asyncio.CancelledError:
+            if ctx.disconnect.fired:
+                # Our own cancellation after the client left: the request is over, not the server.
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                return
+            raise
+
+    async def _forward(self, ctx: RequestContext) -> Exit:
+        if ctx.route.path == "/v1/models":
+            return await self._models(ctx)
+        return await self._forwarder(ctx)
+
+    async def _respond_refusal(self, ctx: RequestContext, refusal: Refusal) -> None:
+        await send_refusal(ctx.send, refusal, ctx.request_id.encode())
+
+    def _finish(self, ctx: RequestContext) -> None:
+        decisions = self.services.decisions
+        if decisions is not None and decisions.enabled:
+            decisions.write(build_record(ctx, perf_counter_ns()))
+
+    def _next_id(self) -> str:
+        return f"{self._id_prefix}{next(self._ids):x}"
+
+    async def _lifespan(self, receive, send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                try:
+                    await self.startup()
+                except Exception as exc:
+                    log.error("start-up failed: %s", exc)
+                    await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                    return
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return

@@ -1,0 +1,71 @@
+"""``tokenward serve``: bind, print where, run one or more workers on the one socket."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import sys
+
+from ..config.schema import Config
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _run_worker(config: Config, sock: socket.socket) -> None:
+    import uvicorn
+
+    from ..app import Gateway
+
+    logging.basicConfig(level=config.logging.level.upper(), stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    uv_config = uvicorn.Config(
+        Gateway(config), loop="uvloop", http="httptools", lifespan="on", access_log=False,
+        log_level="warning", timeout_keep_alive=30, server_header=False, date_header=False,
+    )
+    server = uvicorn.Server(uv_config)
+    server.run(sockets=[sock])
+    if not server.started:
+        sys.exit(3)
+
+
+def serve(config: Config, host: str, port: int, workers: int) -> None:
+    sock = bind_socket(host, port)
+    actual = sock.getsockname()[1]
+    print(f"tokenward listening on http://{host}:{actual}", flush=True)
+    if workers <= 1:
+        _run_worker(config, sock)
+        return
+    children = []
+    for _ in range(workers):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _run_worker(config, sock)
+            finally:
+                os._exit(0)
+        children.append(pid)
+
+    def _stop(signum, _frame):
+        for child in children:
+            try:
+                os.kill(child, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGTERM, _stop)
+    signal.signal(signal.SIGINT, _stop)
+    status = 0
+    for child in children:
+        _, code = os.waitpid(child, 0)
+        status = status or os.waitstatus_to_exitcode(code)
+    sys.exit(max(status, 0))

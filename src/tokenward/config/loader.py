@@ -1,0 +1,186 @@
+"""Load a YAML config into ``Config``; the one loader ``serve`` and ``check-config`` share.
+
+Errors are ``ConfigError("plans.team.max_output_tokens", "expected int, got str")``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal, Union
+
+import msgspec
+import yaml
+
+from ..errors import ConfigError
+from .schema import DEFAULT_ROUTES, Config, PlanConfig
+
+_NONE = type(None)
+_TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", _NONE: "null"}
+
+
+def _name(value: Any) -> str:
+    if isinstance(value, dict):
+        return "mapping"
+    if isinstance(value, list):
+        return "list"
+    return _TYPE_NAMES.get(type(value), type(value).__name__)
+
+
+def _join(path: str, key: object) -> str:
+    return f"{path}.{key}" if path else str(key)
+
+
+def _hints(struct_type: type) -> dict[str, Any]:
+    return typing.get_type_hints(struct_type)
+
+
+def _convert(value: Any, tp: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        return _convert_union(value, typing.get_args(tp), path)
+    if isinstance(tp, type) and issubclass(tp, msgspec.Struct):
+        return _convert_struct(value, tp, path)
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise ConfigError(path, f"expected mapping, got {_name(value)}")
+        _, val_tp = typing.get_args(tp)
+        return {str(k): _convert(v, val_tp, _join(path, k)) for k, v in value.items()}
+    if origin is tuple:
+        if not isinstance(value, list):
+            raise ConfigError(path, f"expected list, got {_name(value)}")
+        item_tp = typing.get_args(tp)[0]
+        return tuple(_convert(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin is Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed:
+            raise ConfigError(path, f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
+        return value
+    return _convert_leaf(value, tp, path)
+
+
+def _convert_union(value: Any, args: tuple, path: str) -> Any:
+    if value is None and _NONE in args:
+        return None
+    real = [a for a in args if a is not _NONE]
+    if len(real) == 1:
+        return _convert(value, real[0], path)
+    for arg in real:
+        try:
+            return _convert(value, arg, path)
+        except ConfigError:
+            continue
+    raise ConfigError(path, f"unexpected {_name(value)}")
+
+
+def _convert_leaf(value: Any, tp: Any, path: str) -> Any:
+    if tp is object:
+        return value
+    if tp is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if tp in (int, float, str, bool):
+        if type(value) is not tp:
+            raise ConfigError(path, f"expected {_TYPE_NAMES[tp]}, got {_name(value)}")
+        return value
+    raise ConfigError(path, f"unsupported config type {tp!r}")
+
+
+def _convert_struct(value: Any, tp: type, path: str) -> Any:
+    if not isinstance(value, dict):
+        raise ConfigError(path, f"expected mapping, got {_name(value)}")
+    hints = _hints(tp)
+    fields = {f.encode_name: f for f in msgspec.structs.fields(tp)}
+    kwargs = {}
+    for key, raw in value.items():
+        field = fields.get(key)
+        if field is None:
+            raise ConfigError(_join(path, key), "unknown key")
+        kwargs[field.name] = _convert(raw, hints[field.name], _join(path, key))
+    for field in fields.values():
+        if field.required and field.name not in kwargs:
+            raise ConfigError(_join(path, field.encode_name), "missing required key")
+    return tp(**kwargs)
+
+
+def _check_references(cfg: Config) -> None:
+    for name, model in cfg.models.items():
+        if model.upstream not in cfg.upstreams:
+            raise ConfigError(f"models.{name}.upstream", f"unknown upstream {model.upstream!r}")
+    for name, plan in cfg.plans.items():
+        for i, model in enumerate(plan.models):
+            if model not in cfg.models:
+                raise ConfigError(f"plans.{name}.models[{i}]", f"unknown model {model!r}")
+    for name, tenant in cfg.tenants.items():
+        if tenant.plan not in cfg.plans:
+            raise ConfigError(f"tenants.{name}.plan", f"unknown plan {tenant.plan!r}")
+        base = msgspec.structs.asdict(cfg.plans[tenant.plan])
+        merged = {**{k: list(v) if isinstance(v, tuple) else v for k, v in base.items()}, **tenant.overrides}
+        _convert(merged, PlanConfig, f"tenants.{name}.overrides")
+    if cfg.demo is not None and cfg.demo.tenant not in cfg.tenants:
+        raise ConfigError("demo.tenant", f"unknown tenant {cfg.demo.tenant!r}")
+    for i, route in enumerate(cfg.routes or ()):
+        if not route.path.startswith("/"):
+            raise ConfigError(f"routes[{i}].path", "must start with '/'")
+
+
+_UPSTREAM_ENV = re.compile(r"^TOKENWARD_UPSTREAM_([A-Z0-9_]+)_URL$")
+
+
+def _env_name(upstream: str) -> str:
+    return re.sub(r"[^A-Z0-9]", "_", upstream.upper())
+
+
+def apply_env(raw: dict, environ: typing.Mapping[str, str]) -> dict:
+    """Deployment overrides: TOKENWARD_STORE_URL, TOKENWARD_KEYSTORE_URL, TOKENWARD_UPSTREAM_<NAME>_URL."""
+    if "TOKENWARD_STORE_URL" in environ:
+        raw.setdefault("store", {})["url"] = environ["TOKENWARD_STORE_URL"]
+    if "TOKENWARD_KEYSTORE_URL" in environ:
+        raw.setdefault("keystore", {})["url"] = environ["TOKENWARD_KEYSTORE_URL"]
+    upstreams = raw.get("upstreams") or {}
+    by_env = {_env_name(name): name for name in upstreams} if isinstance(upstreams, dict) else {}
+    for key, value in environ.items():
+        match = _UPSTREAM_ENV.match(key)
+        if match and match.group(1) in by_env:
+            upstreams[by_env[match.group(1)]]["base_url"] = value
+    return raw
+
+
+def parse_config(text: str, environ: typing.Mapping[str, str] | None = None) -> Config:
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "yaml"
+        raise ConfigError("", f"invalid YAML at {where}: {getattr(exc, 'problem', exc)}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError("", f"expected a mapping at the top level, got {_name(raw)}")
+    raw = apply_env(raw, os.environ if environ is None else environ)
+    cfg = _convert(raw, Config, "")
+    _check_references(cfg)
+    if cfg.routes is None:
+        cfg = msgspec.structs.replace(cfg, routes=DEFAULT_ROUTES)
+    return cfg
+
+
+def load_config(path: str | Path, environ: typing.Mapping[str, str] | None = None) -> Config:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError("", f"cannot read {path}: {exc.strerror}") from None
+    return parse_config(text, environ)
+
+
+def effective_plan(cfg: Config, tenant: str) -> PlanConfig:
+    """The tenant's plan with its overrides applied (validated at load)."""
+    spec = cfg.tenants[tenant]
+    plan = cfg.plans[spec.plan]
+    if not spec.overrides:
+        return plan
+    fixed = _convert(dict(spec.overrides), dict[str, object], "")
+    merged = {**msgspec.structs.asdict(plan), **fixed}
+    return _convert({k: list(v) if isinstance(v, tuple) else v for k, v in merged.items()}, PlanConfig, "")

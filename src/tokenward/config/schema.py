@@ -1,0 +1,158 @@
+"""The config file's shape, as strict typed structs.
+
+Every struct forbids unknown keys; ``loader.load_config`` walks these types itself so an
+error names the full path of the offending key (``plans.team.max_output_tokens``), which
+msgspec's own messages do not do for dict keys.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
+    pass
+
+
+class ServerConfig(_Strict):
+    host: str = "127.0.0.1"
+    port: int = 8080
+    workers: int = 1
+    # Lets a load balancer's health checks and Prometheus use the public listener.
+    expose_metrics: bool = False
+
+
+class EdgeConfig(_Strict):
+    max_body_bytes: int = 1_048_576
+    max_header_bytes: int = 16_384
+    max_headers: int = 64
+
+
+class RouteConfig(_Strict):
+    path: str
+    methods: tuple[str, ...] = ("POST",)
+    content_types: tuple[str, ...] = ("application/json",)
+    max_body_bytes: int | None = None
+
+
+class UpstreamConfig(_Strict):
+    # "builtin:mock" starts the bundled mock backend inside the gateway process.
+    base_url: str
+    api_key: str | None = None
+    api_key_env: str | None = None
+    connect_timeout_s: float = 5.0
+    read_timeout_s: float = 600.0
+    pool_size: int = 256
+    pool_timeout_s: float = 5.0
+    # Client headers passed through to this backend (exact names or "prefix-*").
+    forward_headers: tuple[str, ...] = ()
+    tls_verify: bool = True
+
+
+class ModelConfig(_Strict):
+    upstream: str
+    upstream_model: str | None = None
+    tokenizer: str = "estimate"
+    context_window: int = 8192
+    input_price_per_million: float = 0.0
+    output_price_per_million: float = 0.0
+
+
+class PlanConfig(_Strict):
+    models: tuple[str, ...] = ()
+    max_context_tokens: int = 8192
+    max_output_tokens: int = 1024
+    tokens_per_minute: int = 100_000
+    max_concurrent_streams: int = 4
+    allow_system_prompt: bool = True
+    system_prompt: str | None = None
+    allow_tools: tuple[str, ...] = ()
+    allow_files: tuple[str, ...] = ()
+    max_n: int = 1
+    allow_best_of: bool = False
+    max_best_of: int = 1
+    max_outer_items: int = 16
+    max_messages: int = 256
+    max_content_parts: int = 64
+    max_stop: int = 4
+    max_tools: int = 32
+    max_request_work: int = 2_000_000
+    requests_per_minute: int = 600
+    daily_spend_usd: float | None = None
+    monthly_spend_usd: float | None = None
+    features: tuple[str, ...] = ()
+    hidden_characters: Literal["strip", "refuse"] = "strip"
+    shadow: tuple[str, ...] = ()
+
+
+class TenantConfig(_Strict):
+    plan: str
+    # Partial plan: any PlanConfig field, checked against PlanConfig at load.
+    overrides: dict[str, object] = msgspec.field(default_factory=dict)
+
+
+class StoreConfig(_Strict):
+    url: str = "memory"
+    timeout_ms: int = 50
+    failure_policy: Literal["closed", "open"] = "closed"
+    fail_open_tiers: tuple[str, ...] = ()
+    lease_s: float = 30.0
+
+
+class KeystoreConfig(_Strict):
+    url: str = "sqlite:///tokenward-keys.db"
+    cache_ttl_s: float = 1.0
+
+
+class StreamConfig(_Strict):
+    max_duration_s: float = 600.0
+    idle_timeout_s: float = 60.0
+
+
+class DemoConfig(_Strict):
+    # Demo mode only: create and print a key for this tenant at start-up.
+    tenant: str
+    print_key: bool = True
+
+
+class LoggingConfig(_Strict):
+    # "stdout", "stderr", "off" or a file path; one JSON line per request.
+    decisions: str = "stdout"
+    level: str = "info"
+    # A keyed hash of prompts goes into records; the key comes from this env var.
+    hash_key_env: str = "TOKENWARD_LOG_HASH_KEY"
+
+
+class ScreeningConfig(_Strict):
+    enabled: bool = False
+
+
+class AdminConfig(_Strict):
+    token_env: str | None = None
+
+
+class Config(_Strict):
+    server: ServerConfig = ServerConfig()
+    edge: EdgeConfig = EdgeConfig()
+    routes: tuple[RouteConfig, ...] | None = None
+    upstreams: dict[str, UpstreamConfig] = msgspec.field(default_factory=dict)
+    models: dict[str, ModelConfig] = msgspec.field(default_factory=dict)
+    plans: dict[str, PlanConfig] = msgspec.field(default_factory=dict)
+    tenants: dict[str, TenantConfig] = msgspec.field(default_factory=dict)
+    store: StoreConfig = StoreConfig()
+    keystore: KeystoreConfig = KeystoreConfig()
+    stream: StreamConfig = StreamConfig()
+    demo: DemoConfig | None = None
+    logging: LoggingConfig = LoggingConfig()
+    screening: ScreeningConfig = ScreeningConfig()
+    admin: AdminConfig = AdminConfig()
+
+
+DEFAULT_ROUTES: tuple[RouteConfig, ...] = (
+    RouteConfig(path="/v1/chat/completions"),
+    RouteConfig(path="/v1/completions"),
+    RouteConfig(path="/v1/embeddings"),
+    RouteConfig(path="/v1/models", methods=("GET",), content_types=()),
+)

@@ -1,0 +1,150 @@
+"""Reason codes and the one error tree of the gateway.
+
+    TokenwardError
+      ConfigError            a config file that does not load (path + message)
+      Refusal                a request ends early with a reason code (never a 500)
+
+Every refusal a client can see is a member of the closed ``Reason`` enum, which fixes
+its HTTP status and OpenAI error type. Only these messages reach a client; anything
+else is mapped to ``internal_error`` at the HTTP boundary with no detail.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+_INVALID = "invalid_request_error"
+_AUTH = "authentication_error"
+_PERM = "permission_error"
+_RATE = "rate_limit_error"
+_UPSTREAM = "api_error"
+
+
+class Reason(enum.Enum):
+    """A stable reason code: (status, OpenAI error type)."""
+
+    # edge
+    route_denied = (404, _INVALID)
+    method_not_allowed = (405, _INVALID)
+    unsupported_media_type = (415, _INVALID)
+    body_too_large = (413, _INVALID)
+    headers_too_large = (431, _INVALID)
+    # identity
+    missing_credentials = (401, _AUTH)
+    invalid_credentials = (401, _AUTH)
+    credentials_expired = (401, _AUTH)
+    key_revoked = (401, _AUTH)
+    key_suspended = (403, _PERM)
+    key_scope_denied = (403, _PERM)
+    # entitlement
+    model_not_entitled = (403, _PERM)
+    tools_not_entitled = (403, _PERM)
+    files_not_entitled = (403, _PERM)
+    system_prompt_not_allowed = (403, _PERM)
+    feature_not_entitled = (403, _PERM)
+    # validation
+    invalid_json = (400, _INVALID)
+    json_too_deep = (400, _INVALID)
+    unknown_field = (400, _INVALID)
+    invalid_field = (400, _INVALID)
+    max_tokens_required = (400, _INVALID)
+    outer_item_limit = (400, _INVALID)
+    choices_limit = (400, _INVALID)
+    best_of_denied = (400, _INVALID)
+    structured_output_denied = (400, _INVALID)
+    remote_media_denied = (400, _INVALID)
+    attachment_rejected = (400, _INVALID)
+    hidden_characters = (400, _INVALID)
+    unknown_model = (404, _INVALID)
+    # work
+    context_too_large = (400, _INVALID)
+    aggregate_work_limit = (400, _INVALID)
+    # admission
+    token_budget = (429, _RATE)
+    rate_limited = (429, _RATE)
+    concurrency_limit = (429, _RATE)
+    spend_cap = (429, _RATE)
+    job_budget_exhausted = (429, _RATE)
+    budget_store_unavailable = (503, _UPSTREAM)
+    # screening
+    content_blocked = (400, _INVALID)
+    screening_unavailable = (503, _UPSTREAM)
+    # forward
+    upstream_unavailable = (502, _UPSTREAM)
+    upstream_timeout = (504, _UPSTREAM)
+    upstream_error = (502, _UPSTREAM)
+    stream_duration_exceeded = (504, _UPSTREAM)
+    stream_idle_timeout = (504, _UPSTREAM)
+    client_disconnected = (499, _INVALID)
+    # the boundary's last resort: a bug, reported without detail
+    internal_error = (500, _UPSTREAM)
+
+    @property
+    def status(self) -> int:
+        return self.value[0]
+
+    @property
+    def error_type(self) -> str:
+        return self.value[1]
+
+
+class TokenwardError(Exception):
+    """Root of every error the gateway raises on purpose."""
+
+
+class ConfigError(TokenwardError):
+    """A config that does not load; ``str()`` is ``path: message``."""
+
+    def __init__(self, path: str, message: str) -> None:
+        self.path = path
+        self.message = message
+        super().__init__(f"{path}: {message}" if path else message)
+
+
+class Refusal(TokenwardError):
+    """A request ends early. Raised by code below a stage; stages may return it too."""
+
+    __slots__ = ("reason", "message", "param", "headers")
+
+    def __init__(
+        self,
+        reason: Reason,
+        message: str,
+        *,
+        param: str | None = None,
+        headers: tuple[tuple[bytes, bytes], ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+        self.param = param
+        self.headers = headers
+
+    @property
+    def status(self) -> int:
+        return self.reason.status
+
+
+class _ErrorBody(msgspec.Struct, omit_defaults=False):
+    message: str
+    type: str
+    param: str | None
+    code: str
+
+
+class _Envelope(msgspec.Struct):
+    error: _ErrorBody
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def envelope(reason: Reason, message: str, param: str | None = None) -> bytes:
+    """OpenAI's error envelope, which the SDKs map to their exception types."""
+    return _encode(_Envelope(_ErrorBody(message, reason.error_type, param, reason.name)))
+
+
+def refusal_body(refusal: Refusal) -> bytes:
+    return envelope(refusal.reason, refusal.message, refusal.param)

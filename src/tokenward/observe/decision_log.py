@@ -1,0 +1,136 @@
+"""One decision record per request, as a JSON line.
+
+Records are encoded on the request path but written in batches: a buffer flushed every
+100 ms (or when it passes 64 KiB), so a busy gateway does one write per batch rather than
+one per request. Records never hold a key, a prompt or a completion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from typing import IO, Any
+
+import msgspec
+
+from ..pipeline.context import RequestContext
+
+
+class UsageRecord(msgspec.Struct, omit_defaults=True):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    source: str = "unknown"
+
+
+class DecisionRecord(msgspec.Struct, omit_defaults=True):
+    ts: float
+    request_id: str
+    method: str
+    route: str
+    state: str
+    status: int | None = None
+    decided_by: str | None = None
+    reason: str | None = None
+    model: str | None = None
+    stream: bool = False
+    tenant: str | None = None
+    key_id: str | None = None
+    upstream_status: int | None = None
+    usage: UsageRecord | None = None
+    stages_us: dict[str, float] | None = None
+    duration_us: float = 0.0
+    notes: dict[str, Any] | None = None
+
+
+def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
+    principal = ctx.principal
+    usage = ctx.usage
+    return DecisionRecord(
+        ts=time.time(),
+        request_id=ctx.request_id,
+        method=ctx.method,
+        route=ctx.path,
+        state=ctx.lifecycle.state.value,
+        status=ctx.status,
+        decided_by=ctx.deciding_stage,
+        reason=ctx.reason,
+        model=ctx.model,
+        stream=ctx.stream,
+        tenant=getattr(principal, "tenant", None),
+        key_id=getattr(principal, "key_id", None),
+        upstream_status=ctx.upstream_status,
+        usage=UsageRecord(usage.prompt_tokens, usage.completion_tokens, usage.source)
+        if ctx.upstream_status is not None else None,
+        stages_us={name: ns / 1000 for name, ns in ctx.timings},
+        duration_us=(now_ns - ctx.started_ns) / 1000,
+        notes=ctx.notes,
+    )
+
+
+class DecisionLog:
+    FLUSH_BYTES = 65536
+    FLUSH_S = 0.1
+
+    def __init__(self, target: str) -> None:
+        self._stream: IO[bytes] | None
+        self._owned = False
+        if target == "off":
+            self._stream = None
+        elif target == "stdout":
+            self._stream = sys.stdout.buffer
+        elif target == "stderr":
+            self._stream = sys.stderr.buffer
+        else:
+            self._stream = open(target, "ab")  # noqa: SIM115 - closed in close()
+            self._owned = True
+        self._buf = bytearray()
+        self._timer: asyncio.TimerHandle | None = None
+        self._encode = msgspec.json.Encoder().encode_into
+        self.written = 0
+
+    @property
+    def enabled(self) -> bool:
+        return self._stream is not None
+
+    def write(self, record: DecisionRecord) -> None:
+        if self._stream is None:
+            return
+        buf = self._buf
+        self._encode(record, buf, len(buf))
+        buf += b"\n"
+        self.written += 1
+        if len(buf) >= self.FLUSH_BYTES:
+            self.flush()
+        elif self._timer is None:
+            try:
+                self._timer = asyncio.get_running_loop().call_later(self.FLUSH_S, self.flush)
+            except RuntimeError:
+                self.flush()
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._stream is None or not self._buf:
+            return
+        data = bytes(self._buf)
+        self._buf.clear()
+        try:
+            self._stream.write(data)
+            self._stream.flush()
+        except (OSError, ValueError):
+            pass  # a full disk must not fail requests; records are best effort
+
+    def close(self) -> None:
+        self.flush()
+        if self._owned and self._stream is not None:
+            self._stream.close()
+        self._stream = None
+
+
+def open_decision_log(target: str) -> DecisionLog:
+    if target not in ("off", "stdout", "stderr"):
+        os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    return DecisionLog(target)

@@ -1,0 +1,74 @@
+"""One request's context: what arrived, and each stage's typed result once it has run.
+
+Stages write only their own slot (identity -> ``principal``, entitlement ->
+``entitlement``, validation -> ``request``, work -> ``work``, admission ->
+``reservation``, screening -> ``screening``, transform -> ``transform``) and read the
+slots of the stages before them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable
+
+from ..reconcile.usage import UNKNOWN, Usage
+from .lifecycle import Lifecycle
+
+Receive = Callable[[], Awaitable[dict]]
+Header = tuple[bytes, bytes]
+
+
+class RequestContext:
+    __slots__ = (
+        "request_id", "method", "path", "headers", "receive", "send", "started_ns",
+        "lifecycle", "route", "body", "payload", "model", "stream",
+        "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
+        "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
+        "reason", "status", "notes", "disconnect",
+    )
+
+    def __init__(self, request_id: str, method: str, path: str, headers: list[Header],
+                 receive: Receive, send: Any, started_ns: int) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self.receive = receive
+        self.send = send
+        self.started_ns = started_ns
+        self.lifecycle = Lifecycle()
+        self.route: Any = None
+        self.body: bytes = b""
+        # The request body decoded once, by whichever stage needs it first.
+        self.payload: dict | None = None
+        self.model: str | None = None
+        self.stream = False
+        self.principal: Any = None
+        self.entitlement: Any = None
+        self.request: Any = None
+        self.work: Any = None
+        self.reservation: Any = None
+        self.screening: Any = None
+        self.transform: Any = None
+        self.timings: list[tuple[str, int]] = []
+        # Extra headers for an admitted response (rate-limit headers and the like).
+        self.response_headers: list[Header] = []
+        self.usage: Usage = UNKNOWN
+        self.upstream_status: int | None = None
+        self.deciding_stage: str | None = None
+        self.reason: str | None = None
+        self.status: int | None = None
+        # Free-form facts for the decision record (counts, flags), set by stages.
+        self.notes: dict[str, Any] | None = None
+        self.disconnect: Any = None
+
+    def header(self, name: bytes) -> bytes | None:
+        """First value of a header; ``name`` lowercase (ASGI servers lowercase names)."""
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def note(self, key: str, value: Any) -> None:
+        if self.notes is None:
+            self.notes = {}
+        self.notes[key] = value

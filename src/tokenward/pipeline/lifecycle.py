@@ -1,0 +1,55 @@
+"""The request lifecycle as a transition table; an illegal move raises.
+
+    RECEIVED -> ADMITTING -> [RESERVED ->] FORWARDING -> [STREAMING ->] SETTLED
+    any state before SETTLED -> REJECTED (a stage refused) or ABORTED (error, disconnect)
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class State(enum.Enum):
+    RECEIVED = "received"
+    ADMITTING = "admitting"
+    RESERVED = "reserved"
+    FORWARDING = "forwarding"
+    STREAMING = "streaming"
+    SETTLED = "settled"
+    REJECTED = "rejected"
+    ABORTED = "aborted"
+
+
+_R, _AD, _RS, _F, _S, _ST, _RJ, _AB = State
+_TRANSITIONS: dict[State, frozenset[State]] = {
+    _R: frozenset({_AD, _RJ, _AB}),
+    _AD: frozenset({_RS, _F, _RJ, _AB}),
+    _RS: frozenset({_F, _RJ, _AB}),
+    # A backend's own error response still settles: the backend confirmed the end.
+    _F: frozenset({_S, _ST, _RJ, _AB}),
+    _S: frozenset({_ST, _AB}),
+    _ST: frozenset(),
+    _RJ: frozenset(),
+    _AB: frozenset(),
+}
+TERMINAL = frozenset({_ST, _RJ, _AB})
+
+
+class IllegalTransition(RuntimeError):
+    pass
+
+
+class Lifecycle:
+    __slots__ = ("state",)
+
+    def __init__(self) -> None:
+        self.state = State.RECEIVED
+
+    def move(self, target: State) -> None:
+        if target not in _TRANSITIONS[self.state]:
+            raise IllegalTransition(f"{self.state.value} -> {target.value}")
+        self.state = target
+
+    @property
+    def done(self) -> bool:
+        return self.state in TERMINAL

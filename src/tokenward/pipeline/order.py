@@ -1,0 +1,23 @@
+"""The stage order, declared once. Cheap checks first; ``forward`` is the runner's last step.
+
+A slot without an implementation yet is skipped; adding a stage means adding its module
+under ``tokenward.stages`` and naming its factory here.
+"""
+
+from __future__ import annotations
+
+STAGE_ORDER: tuple[str, ...] = (
+    "edge",
+    "identity",
+    "entitlement",
+    "validation",
+    "work",
+    "admission",
+    "screening",
+    "transform",
+)
+
+# slot -> "module:factory"; each factory takes the built ``Gateway`` services and returns a Stage.
+STAGE_FACTORIES: dict[str, str] = {
+    "edge": "tokenward.stages.s10_edge:build",
+}

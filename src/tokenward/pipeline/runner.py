@@ -1,0 +1,127 @@
+"""The pipeline runner: walk the declared stages, unwind what they took on every exit.
+
+Stages that hold something are remembered in the order they admitted. However the
+request ends, each of them gets exactly one release call, newest first: ``on_complete``
+when the backend finished the work, ``on_abort`` otherwise. A release that fails is
+recorded and swallowed, so a broken cleanup never turns a clean refusal into a 500.
+Releases after a cancellation run in a shielded task: a second cancel cannot cut them off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from time import perf_counter_ns
+from typing import Awaitable, Callable, Sequence
+
+from ..errors import Reason, Refusal
+from ..reconcile.usage import Usage
+from .context import RequestContext
+from .lifecycle import State
+from .stage import Exit, ExitKind, Stage
+
+log = logging.getLogger("tokenward.runner")
+
+# forward(ctx) -> the Exit that ended the forwarded request (COMPLETED carries usage)
+Forward = Callable[[RequestContext], Awaitable[Exit]]
+RespondRefusal = Callable[[RequestContext, Refusal], Awaitable[None]]
+Finish = Callable[[RequestContext], None]
+
+
+class Runner:
+    def __init__(self, stages: Sequence[Stage], forward: Forward,
+                 respond_refusal: RespondRefusal, finish: Finish) -> None:
+        self._stages = tuple((stage, stage.name, stage.holds) for stage in stages)
+        self._forward = forward
+        self._respond_refusal = respond_refusal
+        self._finish = finish
+        self.release_failures = 0
+
+    async def run(self, ctx: RequestContext) -> None:
+        held: list[Stage] = []
+        try:
+            ctx.lifecycle.move(State.ADMITTING)
+            for stage, name, holds in self._stages:
+                t0 = perf_counter_ns()
+                refusal = await stage.admit(ctx)
+                ctx.timings.append((name, perf_counter_ns() - t0))
+                if refusal is not None:
+                    await self._refuse(ctx, held, name, refusal)
+                    return
+                if holds:
+                    held.append(stage)
+            if ctx.lifecycle.state is State.ADMITTING:
+                ctx.lifecycle.move(State.FORWARDING)
+            exit = await self._forward(ctx)
+        except Refusal as refusal:
+            # Raised from code below a stage (a store call, the body reader).
+            await self._refuse(ctx, held, ctx.deciding_stage or "forward", refusal)
+            return
+        except asyncio.CancelledError:
+            self._mark_aborted(ctx, Reason.client_disconnected)
+            await _shielded(self._release(ctx, held, Exit(ExitKind.CANCELLED, "cancelled", ctx.usage)))
+            self._finish(ctx)
+            raise
+        except Exception:
+            log.exception("request %s failed inside the gateway", ctx.request_id)
+            self._mark_aborted(ctx, Reason.internal_error)
+            await self._release(ctx, held, Exit(ExitKind.ERROR, "internal_error", ctx.usage))
+            await self._respond_internal_error(ctx)
+            self._finish(ctx)
+            return
+        await self._release(ctx, held, exit)
+        if not ctx.lifecycle.done:
+            ctx.lifecycle.move(State.SETTLED if exit.kind is ExitKind.COMPLETED else State.ABORTED)
+        self._finish(ctx)
+
+    async def _refuse(self, ctx: RequestContext, held: list[Stage], stage_name: str,
+                      refusal: Refusal) -> None:
+        ctx.deciding_stage = stage_name
+        ctx.reason = refusal.reason.name
+        ctx.status = refusal.status
+        if not ctx.lifecycle.done:
+            ctx.lifecycle.move(State.REJECTED)
+        await self._release(ctx, held, Exit(ExitKind.REJECTED, refusal.reason.name))
+        await self._respond_refusal(ctx, refusal)
+        self._finish(ctx)
+
+    def _mark_aborted(self, ctx: RequestContext, reason: Reason) -> None:
+        if ctx.reason is None:
+            ctx.reason = reason.name
+            ctx.status = reason.status
+        if ctx.deciding_stage is None:
+            ctx.deciding_stage = "forward" if ctx.lifecycle.state in (State.FORWARDING, State.STREAMING) else "runner"
+        if not ctx.lifecycle.done:
+            ctx.lifecycle.move(State.ABORTED)
+
+    async def _respond_internal_error(self, ctx: RequestContext) -> None:
+        try:
+            await self._respond_refusal(ctx, Refusal(Reason.internal_error, "internal error"))
+        except Exception:  # the response may already have started; nothing more to say
+            pass
+
+    async def _release(self, ctx: RequestContext, held: list[Stage], exit: Exit) -> None:
+        completed = exit.kind is ExitKind.COMPLETED
+        usage: Usage = exit.usage if exit.usage is not None else ctx.usage
+        while held:
+            stage = held.pop()
+            try:
+                if completed:
+                    await stage.on_complete(ctx, usage)
+                else:
+                    await stage.on_abort(ctx, exit)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                self.release_failures += 1
+                log.exception("release of stage %s failed for %s", stage.name, ctx.request_id)
+                ctx.note(f"release_failed.{stage.name}", True)
+
+
+async def _shielded(coro: Awaitable[None]) -> None:
+    task = asyncio.ensure_future(coro)
+    try:
+        await asyncio.shield(task)
+    except asyncio.CancelledError:
+        # Cancelled again while releasing: the release still runs to its end in its task.
+        await asyncio.wait({task})

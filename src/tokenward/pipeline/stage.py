@@ -1,0 +1,71 @@
+"""The one extension point: a pipeline stage.
+
+A stage decides from the request context: ``admit`` returns ``None`` to let the request
+go on (having stored its frozen result on the context) or a ``Refusal`` to end it. A
+stage that takes something (a reservation, a slot) sets ``holds = True``: the runner then
+calls exactly one of its two release hooks, exactly once, however the request ends:
+
+- ``on_abort(ctx, exit)`` when the request ended before the backend confirmed the end of
+  the work (a later stage refused, an error, a cancellation, a disconnect, a backend that
+  failed); ``exit`` says why and carries whatever usage is known;
+- ``on_complete(ctx, usage)`` when the backend finished the work and usage is settled.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, ClassVar, Protocol
+
+from ..errors import Refusal
+from ..reconcile.usage import Usage
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+
+
+class ExitKind(enum.Enum):
+    REJECTED = "rejected"          # a later stage refused the request
+    ERROR = "error"                # an exception inside the gateway
+    CANCELLED = "cancelled"        # client disconnect or task cancellation
+    UPSTREAM_FAILED = "upstream_failed"  # backend unreachable, timed out, died mid-stream
+    STREAM_TIMEOUT = "stream_timeout"    # idle timeout or max duration ended the stream
+    COMPLETED = "completed"
+
+
+class Exit:
+    __slots__ = ("kind", "reason", "usage")
+
+    def __init__(self, kind: ExitKind, reason: str | None = None, usage: Usage | None = None) -> None:
+        self.kind = kind
+        self.reason = reason
+        self.usage = usage
+
+    def __repr__(self) -> str:
+        return f"Exit({self.kind.value}, {self.reason!r})"
+
+
+class Stage(Protocol):
+    name: ClassVar[str]
+    holds: ClassVar[bool]
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None: ...
+
+    async def on_abort(self, ctx: RequestContext, exit: Exit) -> None: ...
+
+    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None: ...
+
+
+class BaseStage:
+    """Defaults for stages that take nothing."""
+
+    name: ClassVar[str] = "stage"
+    holds: ClassVar[bool] = False
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
+        return None
+
+    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
+        return None

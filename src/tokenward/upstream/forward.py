@@ -1,0 +1,163 @@
+"""The last step: send an admitted request to its backend and relay the answer.
+
+Non-streaming answers are relayed whole; streams are relayed event by event as they
+arrive. Whatever happens, the backend connection is closed or returned to the pool
+before this returns, so a client that goes away cancels the backend's work at once.
+Returns the ``Exit`` the runner settles with.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+
+from ..config.schema import StreamConfig
+from ..errors import Reason, Refusal
+from ..http.responses import SSE_HEADERS, send_bytes, send_refusal, sse_error_event
+from ..pipeline.context import RequestContext
+from ..pipeline.lifecycle import State
+from ..pipeline.stage import Exit, ExitKind
+from ..reconcile.usage import UNKNOWN, Usage, from_reported
+from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout
+from .prepare import UpstreamCall, prepare
+from .sse import SseTap
+from .targets import TargetTable
+
+_JSON_CT = (b"content-type", b"application/json")
+_NOTHING_DONE = Usage(0, 0, "counted")
+
+
+class _UsageOnly(msgspec.Struct):
+    usage: object = None
+
+
+_usage_of = msgspec.json.Decoder(_UsageOnly).decode
+
+
+def _usage_from_body(body: bytes) -> Usage:
+    try:
+        return from_reported(_usage_of(body).usage)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return UNKNOWN
+
+
+def _fail(ctx: RequestContext, reason: Reason, message: str) -> Refusal:
+    ctx.deciding_stage = "forward"
+    ctx.reason = reason.name
+    ctx.status = reason.status
+    return Refusal(reason, message)
+
+
+class Forwarder:
+    def __init__(self, targets: TargetTable, stream: StreamConfig) -> None:
+        self.targets = targets
+        self.max_duration = stream.max_duration_s
+        self.idle_timeout = stream.idle_timeout_s
+
+    async def __call__(self, ctx: RequestContext) -> Exit:
+        call = prepare(ctx, self.targets, ctx.route.upstream_path)
+        headers = [_JSON_CT, (b"x-request-id", ctx.request_id.encode())]
+        headers += call.target.auth_headers
+        headers += call.target.allow.select(ctx.headers)
+        watch = ctx.disconnect
+        if watch is not None:
+            watch.arm()
+        try:
+            return await self._exchange(ctx, call, headers)
+        finally:
+            if watch is not None:
+                watch.disarm()
+
+    async def _exchange(self, ctx: RequestContext, call: UpstreamCall, headers: list) -> Exit:
+        timeout = min(call.target.read_timeout, self.max_duration)
+        try:
+            resp = await call.target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
+        except UpstreamConnectError as exc:
+            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_unavailable, f"backend unavailable: {exc.detail}"),
+                               ctx.request_id.encode())
+            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable", _NOTHING_DONE)
+        except UpstreamTimeout:
+            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_timeout, "backend did not answer in time"),
+                               ctx.request_id.encode())
+            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_timeout", UNKNOWN)
+        except UpstreamError as exc:
+            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_unavailable, f"backend failed: {exc.detail}"),
+                               ctx.request_id.encode())
+            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable", UNKNOWN)
+        ctx.upstream_status = resp.status
+        try:
+            if call.stream and resp.status == 200:
+                return await self._relay_stream(ctx, call, resp)
+            return await self._relay_whole(ctx, resp, timeout)
+        finally:
+            resp.abort()  # no-op when the body was read to the end
+
+    async def _relay_whole(self, ctx: RequestContext, resp: UpstreamResponse, timeout: float) -> Exit:
+        try:
+            body = await resp.read(timeout=timeout)
+        except UpstreamTimeout:
+            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_timeout, "backend did not finish in time"),
+                               ctx.request_id.encode())
+            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_timeout", UNKNOWN)
+        except UpstreamError as exc:
+            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_unavailable, f"backend failed: {exc.detail}"),
+                               ctx.request_id.encode())
+            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable", UNKNOWN)
+        if resp.status < 400:
+            ctx.usage = _usage_from_body(body)
+        else:
+            # The backend refused the work itself; nothing was generated.
+            ctx.usage = _NOTHING_DONE
+            ctx.deciding_stage = "forward"
+            ctx.reason = Reason.upstream_error.name
+        ctx.status = resp.status
+        headers = [(b"content-type", resp.header(b"content-type") or b"application/json"),
+                   (b"x-request-id", ctx.request_id.encode())]
+        if ctx.response_headers:
+            headers += ctx.response_headers
+        await send_bytes(ctx.send, resp.status, headers, body)
+        return Exit(ExitKind.COMPLETED, None, ctx.usage)
+
+    async def _relay_stream(self, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
+        send = ctx.send
+        ctx.lifecycle.move(State.STREAMING)
+        ctx.status = 200
+        headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
+        if ctx.response_headers:
+            headers += ctx.response_headers
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        tap = SseTap(drop_usage_event=not call.client_wants_usage)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.max_duration
+        idle = self.idle_timeout
+        while True:
+            left = deadline - loop.time()
+            try:
+                chunk = await resp.next_chunk(timeout=idle if idle < left else max(left, 0.0))
+            except UpstreamTimeout:
+                reason = Reason.stream_duration_exceeded if loop.time() >= deadline - 0.001 else Reason.stream_idle_timeout
+                return await self._end_stream(ctx, tap, reason, ExitKind.STREAM_TIMEOUT)
+            except UpstreamError:
+                return await self._end_stream(ctx, tap, Reason.upstream_unavailable, ExitKind.UPSTREAM_FAILED)
+            if chunk is None:
+                break
+            out = tap.feed(chunk)
+            if out:
+                await send({"type": "http.response.body", "body": out, "more_body": True})
+        await send({"type": "http.response.body", "body": tap.finish(), "more_body": False})
+        ctx.usage = tap.counted
+        return Exit(ExitKind.COMPLETED, None, ctx.usage)
+
+    async def _end_stream(self, ctx: RequestContext, tap: SseTap, reason: Reason, kind: ExitKind) -> Exit:
+        messages = {
+            Reason.stream_duration_exceeded: f"stream exceeded its maximum duration of {self.max_duration:g}s",
+            Reason.stream_idle_timeout: f"backend sent nothing for {self.idle_timeout:g}s",
+            Reason.upstream_unavailable: "backend connection failed mid-stream",
+        }
+        refusal = _fail(ctx, reason, messages[reason])
+        ctx.status = 200  # the client already has a 200; the reason travels in-band
+        ctx.usage = tap.counted
+        body = tap.finish() + sse_error_event(refusal)
+        await ctx.send({"type": "http.response.body", "body": body, "more_body": False})
+        return Exit(kind, reason.name, ctx.usage)

@@ -1,0 +1,84 @@
+"""Build what goes to the backend from an admitted request; pure, no I/O.
+
+The original body bytes are forwarded unless something must change: a model rename,
+or a streaming client that did not ask for usage (the gateway asks on its behalf, so it
+can settle on real usage, and drops that extra chunk on the way back).
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from ..errors import Reason, Refusal
+from ..pipeline.context import RequestContext
+from .targets import Target, TargetTable
+
+
+class _Peek(msgspec.Struct):
+    model: object = None
+    stream: object = False
+    stream_options: object = None
+
+
+_peek = msgspec.json.Decoder(_Peek).decode
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+
+
+class UpstreamCall:
+    __slots__ = ("target", "path", "body", "stream", "client_wants_usage")
+
+    def __init__(self, target: Target, path: str, body: bytes, stream: bool, client_wants_usage: bool) -> None:
+        self.target = target
+        self.path = path
+        self.body = body
+        self.stream = stream
+        self.client_wants_usage = client_wants_usage
+
+
+def _invalid_json(exc: Exception) -> Refusal:
+    return Refusal(Reason.invalid_json, f"request body is not valid JSON: {exc}")
+
+
+def _peek_fields(ctx: RequestContext) -> tuple[object, object, object]:
+    payload = ctx.payload
+    if payload is not None:
+        return payload.get("model"), payload.get("stream", False), payload.get("stream_options")
+    try:
+        peek = _peek(ctx.body)
+    except msgspec.ValidationError:
+        raise Refusal(Reason.invalid_json, "request body must be a JSON object") from None
+    except msgspec.DecodeError as exc:
+        raise _invalid_json(exc) from None
+    return peek.model, peek.stream, peek.stream_options
+
+
+def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> UpstreamCall:
+    model, stream, options = _peek_fields(ctx)
+    if not isinstance(model, str):
+        raise Refusal(Reason.invalid_field, "model must be a string", param="model")
+    if not isinstance(stream, bool):
+        raise Refusal(Reason.invalid_field, "stream must be a boolean", param="stream")
+    target = targets.get(model)
+    if target is None:
+        raise Refusal(Reason.unknown_model, f"model {model!r} does not exist", param="model")
+    ctx.model = model
+    ctx.stream = stream
+    wants_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
+    needs_usage = stream and not wants_usage
+    if not (needs_usage or target.renames):
+        return UpstreamCall(target, upstream_path, ctx.body, stream, wants_usage)
+    payload = ctx.payload
+    if payload is None:
+        try:
+            payload = _decode(ctx.body)
+        except msgspec.DecodeError as exc:
+            raise _invalid_json(exc) from None
+    payload = dict(payload)
+    if target.renames:
+        payload["model"] = target.backend_model
+    if needs_usage:
+        merged = dict(options) if isinstance(options, dict) else {}
+        merged["include_usage"] = True
+        payload["stream_options"] = merged
+    return UpstreamCall(target, upstream_path, _encode(payload), stream, wants_usage)

@@ -1,0 +1,100 @@
+"""Where each public model goes: its upstream pool, backend model name and headers.
+
+Built once at start-up so the hot path only looks up a dict: the backend credential
+header, the forwarded-header allowlist and the model rename are all precomputed.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+
+from ..config.schema import Config, UpstreamConfig
+from ..errors import ConfigError
+from .client import UpstreamPool
+
+
+class HeaderAllowlist:
+    """Client headers a backend may see: exact names, or prefixes written ``x-mock-*``."""
+
+    __slots__ = ("exact", "prefixes")
+
+    # Credentials and hop-by-hop headers never pass, whatever the config says.
+    NEVER = frozenset({b"authorization", b"x-api-key", b"cookie", b"proxy-authorization", b"host",
+                       b"content-length", b"transfer-encoding", b"connection", b"keep-alive",
+                       b"upgrade", b"te", b"trailer", b"x-tenant-id"})
+
+    def __init__(self, patterns: tuple[str, ...]) -> None:
+        self.exact = frozenset(p.lower().encode() for p in patterns if not p.endswith("*"))
+        self.prefixes = tuple(p[:-1].lower().encode() for p in patterns if p.endswith("*"))
+
+    def select(self, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        if not self.exact and not self.prefixes:
+            return []
+        out = []
+        for name, value in headers:
+            if name in self.NEVER:
+                continue
+            if name in self.exact or (self.prefixes and name.startswith(self.prefixes)):
+                out.append((name, value))
+        return out
+
+
+class Target:
+    __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
+                 "read_timeout")
+
+    def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
+                 auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
+                 read_timeout: float) -> None:
+        self.model = model
+        self.upstream_name = upstream_name
+        self.pool = pool
+        self.backend_model = backend_model
+        self.auth_headers = auth_headers
+        self.allow = allow
+        self.read_timeout = read_timeout
+
+    @property
+    def renames(self) -> bool:
+        return self.backend_model != self.model
+
+
+def _auth_headers(name: str, up: UpstreamConfig) -> list[tuple[bytes, bytes]]:
+    key = up.api_key
+    if up.api_key_env:
+        key = os.environ.get(up.api_key_env)
+        if key is None:
+            raise ConfigError(f"upstreams.{name}.api_key_env", f"environment variable {up.api_key_env} is not set")
+    return [(b"authorization", b"Bearer " + key.encode())] if key else []
+
+
+def _pool(up: UpstreamConfig, base_url: str) -> UpstreamPool:
+    context = None
+    if base_url.startswith("https://") and not up.tls_verify:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    return UpstreamPool(base_url, max_connections=up.pool_size, connect_timeout=up.connect_timeout_s,
+                        read_timeout=up.read_timeout_s, pool_timeout=up.pool_timeout_s,
+                        ssl_context=context)
+
+
+class TargetTable:
+    def __init__(self, config: Config, resolved_urls: dict[str, str]) -> None:
+        self.pools: dict[str, UpstreamPool] = {}
+        self.targets: dict[str, Target] = {}
+        for name, up in config.upstreams.items():
+            self.pools[name] = _pool(up, resolved_urls.get(name, up.base_url))
+        for model, spec in config.models.items():
+            up = config.upstreams[spec.upstream]
+            self.targets[model] = Target(
+                model, spec.upstream, self.pools[spec.upstream], spec.upstream_model or model,
+                _auth_headers(spec.upstream, up), HeaderAllowlist(up.forward_headers), up.read_timeout_s)
+
+    def get(self, model: str) -> Target | None:
+        return self.targets.get(model)
+
+    async def aclose(self) -> None:
+        for pool in self.pools.values():
+            await pool.aclose()
