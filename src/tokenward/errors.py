@@ -23,7 +23,21 @@ _UPSTREAM = "api_error"
 
 
 class Reason(enum.Enum):
-    """A stable reason code: (status, OpenAI error type)."""
+    """A stable reason code, with its HTTP status and OpenAI error type.
+
+    Members are declared as ``(status, type)``; each gets its own value (its position),
+    since members with equal tuples would otherwise silently become aliases.
+    """
+
+    status: int
+    error_type: str
+
+    def __new__(cls, status: int, error_type: str) -> "Reason":
+        member = object.__new__(cls)
+        member._value_ = len(cls.__members__)
+        member.status = status
+        member.error_type = error_type
+        return member
 
     # edge
     route_denied = (404, _INVALID)
@@ -81,13 +95,6 @@ class Reason(enum.Enum):
     # the boundary's last resort: a bug, reported without detail
     internal_error = (500, _UPSTREAM)
 
-    @property
-    def status(self) -> int:
-        return self.value[0]
-
-    @property
-    def error_type(self) -> str:
-        return self.value[1]
 
 
 class TokenwardError(Exception):

@@ -119,7 +119,8 @@ class DemoConfig(_Strict):
 
 class LoggingConfig(_Strict):
     # "stdout", "stderr", "off" or a file path; one JSON line per request.
-    decisions: str = "stdout"
+    # (YAML reads a bare `off` as false, so false means "off" too.)
+    decisions: str | bool = "stdout"
     level: str = "info"
     # A keyed hash of prompts goes into records; the key comes from this env var.
     hash_key_env: str = "TOKENWARD_LOG_HASH_KEY"

@@ -16,6 +16,7 @@ NO_RETRY = (b"x-should-retry", b"false")
 
 
 async def send_bytes(send: Send, status: int, headers: Headers, body: bytes) -> None:
+    headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -130,7 +130,9 @@ class DecisionLog:
         self._stream = None
 
 
-def open_decision_log(target: str) -> DecisionLog:
+def open_decision_log(target: str | bool) -> DecisionLog:
+    if isinstance(target, bool):
+        target = "stdout" if target else "off"
     if target not in ("off", "stdout", "stderr"):
         os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     return DecisionLog(target)

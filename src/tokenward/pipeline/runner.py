@@ -39,9 +39,11 @@ class Runner:
 
     async def run(self, ctx: RequestContext) -> None:
         held: list[Stage] = []
+        current = "forward"
         try:
             ctx.lifecycle.move(State.ADMITTING)
             for stage, name, holds in self._stages:
+                current = name
                 t0 = perf_counter_ns()
                 refusal = await stage.admit(ctx)
                 ctx.timings.append((name, perf_counter_ns() - t0))
@@ -52,10 +54,13 @@ class Runner:
                     held.append(stage)
             if ctx.lifecycle.state is State.ADMITTING:
                 ctx.lifecycle.move(State.FORWARDING)
+            current = "forward"
+            t0 = perf_counter_ns()
             exit = await self._forward(ctx)
+            ctx.timings.append(("forward", perf_counter_ns() - t0))
         except Refusal as refusal:
             # Raised from code below a stage (a store call, the body reader).
-            await self._refuse(ctx, held, ctx.deciding_stage or "forward", refusal)
+            await self._refuse(ctx, held, ctx.deciding_stage or current, refusal)
             return
         except asyncio.CancelledError:
             self._mark_aborted(ctx, Reason.client_disconnected)

@@ -99,8 +99,10 @@ class EdgeStage(BaseStage):
                 return _too_large(cap)
             ctx.body = body
             return None
-        parts = [body]
         size = len(body)
+        if size > cap:
+            return _too_large(cap)
+        parts = [body]
         while message.get("more_body", False):
             message = await receive()
             if message["type"] != "http.request":

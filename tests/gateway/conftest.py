@@ -1,0 +1,28 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.support import base_config, gateway_in_process, mock_backend
+
+
+@pytest.fixture
+async def mock():
+    async with mock_backend() as backend:
+        yield backend
+
+
+@pytest.fixture
+def make_gateway(mock, tmp_path):
+    """make_gateway(extra_yaml) -> async context manager of a gateway in front of the mock."""
+
+    def factory(extra: str = ""):
+        path = tmp_path / "decisions.jsonl"
+        return gateway_in_process(base_config(mock.url, decisions=str(path), extra=extra), path)
+
+    return factory
+
+
+@pytest.fixture
+async def gw(make_gateway):
+    async with make_gateway() as running:
+        yield running

@@ -1,0 +1,215 @@
+"""The runner with fake stages: every early exit releases exactly what was taken, once."""
+
+from __future__ import annotations
+
+import asyncio
+from time import perf_counter_ns
+
+import pytest
+
+from tokenward.errors import Reason, Refusal
+from tokenward.pipeline.context import RequestContext
+from tokenward.pipeline.lifecycle import IllegalTransition, Lifecycle, State
+from tokenward.pipeline.runner import Runner
+from tokenward.pipeline.stage import BaseStage, Exit, ExitKind
+from tokenward.reconcile.usage import Usage
+
+
+class Ledger:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.outstanding: dict[str, int] = {}
+
+
+class Taking(BaseStage):
+    holds = True
+
+    def __init__(self, name: str, ledger: Ledger, fail_release: bool = False) -> None:
+        self.name = name
+        self.ledger = ledger
+        self.fail_release = fail_release
+
+    async def admit(self, ctx):
+        self.ledger.outstanding[self.name] = self.ledger.outstanding.get(self.name, 0) + 1
+        self.ledger.events.append(("take", self.name))
+        return None
+
+    def _give_back(self, how: str) -> None:
+        self.ledger.outstanding[self.name] -= 1
+        self.ledger.events.append((how, self.name))
+        if self.fail_release:
+            raise RuntimeError("release failed")
+
+    async def on_abort(self, ctx, exit):
+        self._give_back(f"abort:{exit.kind.value}")
+
+    async def on_complete(self, ctx, usage):
+        self._give_back("complete")
+
+
+class Refusing(BaseStage):
+    name = "refusing"
+
+    async def admit(self, ctx):
+        return Refusal(Reason.token_budget, "no budget")
+
+
+class Raising(BaseStage):
+    name = "raising"
+
+    async def admit(self, ctx):
+        raise ValueError("bug")
+
+
+class Hanging(BaseStage):
+    name = "hanging"
+
+    def __init__(self) -> None:
+        self.entered = asyncio.Event()
+
+    async def admit(self, ctx):
+        self.entered.set()
+        await asyncio.sleep(3600)
+
+
+class Harness:
+    def __init__(self, stages, forward_exit: Exit | None = None, forward_raises: BaseException | None = None):
+        self.responses: list[Refusal] = []
+        self.finished: list[RequestContext] = []
+        self.forwarded = 0
+
+        async def forward(ctx):
+            self.forwarded += 1
+            if forward_raises is not None:
+                raise forward_raises
+            return forward_exit or Exit(ExitKind.COMPLETED, None, Usage(1, 2, "reported"))
+
+        async def respond(ctx, refusal):
+            self.responses.append(refusal)
+
+        self.runner = Runner(stages, forward, respond, self.finished.append)
+
+    def ctx(self) -> RequestContext:
+        async def receive():
+            return {"type": "http.disconnect"}
+
+        return RequestContext("r1", "POST", "/v1/chat/completions", [], receive, None, perf_counter_ns())
+
+
+def _all_returned(ledger: Ledger) -> None:
+    assert all(count == 0 for count in ledger.outstanding.values()), ledger.outstanding
+
+
+async def test_success_completes_each_holder_once_newest_first():
+    ledger = Ledger()
+    h = Harness([Taking("a", ledger), Taking("b", ledger)])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert ledger.events == [("take", "a"), ("take", "b"), ("complete", "b"), ("complete", "a")]
+    _all_returned(ledger)
+    assert ctx.lifecycle.state is State.SETTLED and len(h.finished) == 1
+
+
+async def test_refusal_unwinds_only_earlier_stages_and_never_forwards():
+    ledger = Ledger()
+    h = Harness([Taking("a", ledger), Taking("b", ledger), Refusing(), Taking("c", ledger)])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert ledger.events == [("take", "a"), ("take", "b"), ("abort:rejected", "b"), ("abort:rejected", "a")]
+    _all_returned(ledger)
+    assert h.forwarded == 0
+    assert [r.reason for r in h.responses] == [Reason.token_budget]
+    assert ctx.deciding_stage == "refusing" and ctx.reason == "token_budget"
+    assert ctx.lifecycle.state is State.REJECTED
+
+
+async def test_exception_unwinds_and_answers_internal_error_without_detail():
+    ledger = Ledger()
+    h = Harness([Taking("a", ledger), Raising()])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert ledger.events[-1] == ("abort:error", "a")
+    _all_returned(ledger)
+    assert h.responses[0].reason is Reason.internal_error and "bug" not in h.responses[0].message
+    assert ctx.lifecycle.state is State.ABORTED
+
+
+async def test_cancellation_unwinds_shielded_and_reraises():
+    ledger = Ledger()
+    hanging = Hanging()
+    h = Harness([Taking("a", ledger), Taking("b", ledger), hanging])
+    ctx = h.ctx()
+    task = asyncio.ensure_future(h.runner.run(ctx))
+    await hanging.entered.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert ledger.events[-2:] == [("abort:cancelled", "b"), ("abort:cancelled", "a")]
+    _all_returned(ledger)
+    assert h.forwarded == 0 and len(h.finished) == 1
+
+
+async def test_cancellation_during_forward_releases_once():
+    ledger = Ledger()
+    h = Harness([Taking("a", ledger)], forward_raises=asyncio.CancelledError())
+    with pytest.raises(asyncio.CancelledError):
+        await h.runner.run(h.ctx())
+    assert ledger.events == [("take", "a"), ("abort:cancelled", "a")]
+
+
+async def test_upstream_failure_exit_reaches_on_abort_with_its_usage():
+    ledger = Ledger()
+    seen = []
+
+    class Recording(Taking):
+        async def on_abort(self, ctx, exit):
+            seen.append(exit)
+            await super().on_abort(ctx, exit)
+
+    h = Harness([Recording("a", ledger)], forward_exit=Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable",
+                                                             Usage(0, 0, "counted")))
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert seen[0].kind is ExitKind.UPSTREAM_FAILED and seen[0].usage.completion_tokens == 0
+    _all_returned(ledger)
+    assert ctx.lifecycle.state is State.ABORTED
+
+
+async def test_failing_release_is_recorded_and_swallowed():
+    ledger = Ledger()
+    h = Harness([Taking("a", ledger), Taking("b", ledger, fail_release=True), Refusing()])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    # b's failure does not stop a's release, and the client still gets the clean 429.
+    assert ("abort:rejected", "a") in ledger.events
+    assert [r.reason for r in h.responses] == [Reason.token_budget]
+    assert h.runner.release_failures == 1 and ctx.notes == {"release_failed.b": True}
+
+
+async def test_refusal_raised_below_a_stage_unwinds_like_a_returned_one():
+    ledger = Ledger()
+
+    class RaisesRefusal(BaseStage):
+        name = "store"
+
+        async def admit(self, ctx):
+            raise Refusal(Reason.budget_store_unavailable, "store down")
+
+    h = Harness([Taking("a", ledger), RaisesRefusal()])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert ledger.events[-1] == ("abort:rejected", "a")
+    assert h.responses[0].reason is Reason.budget_store_unavailable
+    assert ctx.deciding_stage == "store"
+
+
+def test_lifecycle_refuses_illegal_moves():
+    life = Lifecycle()
+    life.move(State.ADMITTING)
+    with pytest.raises(IllegalTransition):
+        life.move(State.SETTLED)
+    life.move(State.FORWARDING)
+    life.move(State.STREAMING)
+    life.move(State.SETTLED)
+    with pytest.raises(IllegalTransition):
+        life.move(State.ABORTED)

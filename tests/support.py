@@ -1,0 +1,178 @@
+"""Shared test helpers: a real mock backend and a real gateway on loopback ports the OS picks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, AsyncIterator
+
+import httpx
+import uvicorn
+
+from tokenward.app import Gateway
+from tokenward.config import parse_config
+from tokenward.mock.server import _EmbeddedServer, bind_socket, start_mock, stop_mock
+
+ROOT = Path(__file__).resolve().parent.parent
+
+BASE_CONFIG = """
+upstreams:
+  mock:
+    base_url: {mock_url}
+    forward_headers: ["x-mock-*"]
+    read_timeout_s: 10
+models:
+  small-chat: {{upstream: mock, context_window: 32768}}
+  large-chat: {{upstream: mock, upstream_model: big-backend-model, context_window: 131072}}
+plans:
+  team: {{models: [small-chat, large-chat], max_output_tokens: 4096}}
+tenants:
+  acme: {{plan: team}}
+logging: {{decisions: "{decisions}"}}
+"""
+
+
+@dataclass
+class MockBackend:
+    port: int
+    app: Any
+    server: Any
+    client: httpx.AsyncClient
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    async def stats(self) -> dict[str, Any]:
+        resp = await self.client.get(f"http://127.0.0.1:{self.port}/_mock/stats")
+        return resp.json()
+
+    async def requests(self) -> int:
+        return (await self.stats())["requests"]
+
+    async def release(self, name: str) -> int:
+        resp = await self.client.post(f"http://127.0.0.1:{self.port}/_mock/release", json={"name": name})
+        return resp.json()["released"]
+
+
+@contextlib.asynccontextmanager
+async def mock_backend() -> AsyncIterator[MockBackend]:
+    server, port, app = await start_mock("127.0.0.1", 0)
+    async with httpx.AsyncClient(timeout=10) as client:
+        try:
+            yield MockBackend(port, app, server, client)
+        finally:
+            await stop_mock(server)
+
+
+@dataclass
+class RunningGateway:
+    url: str
+    gateway: Gateway
+    server: Any
+    decisions_path: Path | None = None
+    extra: dict = field(default_factory=dict)
+
+    def decisions(self) -> list[dict]:
+        import orjson
+
+        assert self.decisions_path is not None
+        self.gateway.services.decisions.flush()
+        if not self.decisions_path.exists():
+            return []
+        return [orjson.loads(line) for line in self.decisions_path.read_bytes().splitlines() if line]
+
+
+def base_config(mock_url: str, decisions: str = "off", extra: str = "") -> str:
+    return BASE_CONFIG.format(mock_url=mock_url, decisions=decisions) + extra
+
+
+@contextlib.asynccontextmanager
+async def gateway_in_process(config_text: str, decisions_path: Path | None = None) -> AsyncIterator[RunningGateway]:
+    gateway = Gateway(parse_config(config_text, environ={}))
+    sock = bind_socket("127.0.0.1", 0)
+    port = sock.getsockname()[1]
+    server = _EmbeddedServer(uvicorn.Config(gateway, loop="asyncio", http="httptools", lifespan="on",
+                                            access_log=False, log_level="warning", log_config=None))
+    server.task = asyncio.ensure_future(server.serve(sockets=[sock]))
+    while not server.started:
+        if server.task.done():
+            server.task.result()
+            raise RuntimeError("gateway exited during start-up")
+        await asyncio.sleep(0.002)
+    try:
+        yield RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
+    finally:
+        server.should_exit = True
+        for conn in list(server.server_state.connections):
+            transport = getattr(conn, "transport", None)
+            if transport is not None:
+                transport.abort()
+        await server.task
+
+
+@dataclass
+class GatewayProcess:
+    proc: subprocess.Popen
+    url: str
+    lines: list[str]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+def spawn_gateway(config_path: Path | str, env: dict[str, str] | None = None, cwd: Path | None = None,
+                  wait_for: str | None = None, timeout: float = 30.0) -> GatewayProcess:
+    """``python -m tokenward serve --port 0``; returns once it listens (and ``wait_for`` was printed)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tokenward", "serve", "--config", str(config_path), "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
+        env={**os.environ, **(env or {})})
+    lines: list[str] = []
+    url = None
+    deadline = time.monotonic() + timeout
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        match = re.search(r"listening on (http://\S+)", line)
+        if match:
+            url = match.group(1)
+        if url and (wait_for is None or any(wait_for in item for item in lines)):
+            break
+    if url is None or proc.poll() is not None:
+        proc.kill()
+        raise RuntimeError("gateway did not start:\n" + "\n".join(lines))
+    handle = GatewayProcess(proc, url, lines)
+    _wait_ready(url, deadline)
+    return handle
+
+
+def _wait_ready(url: str, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url + "/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    raise RuntimeError(f"gateway at {url} never became ready")
+
+
+def chat(model: str = "small-chat", content: str = "hello there", **extra: Any) -> dict:
+    return {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 8, **extra}
