@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite, on a fresh machine: installs what the tests need, then runs them.
+#   - Debian packages: redis-server (budget store tests), postgresql (keystore tests)
+#   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, ...)
+# Tests start their own private redis-server and PostgreSQL on sockets in temp dirs and
+# listen only on ports the OS picks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+exec python3 -m pytest -q "$@"

@@ -1,0 +1,62 @@
+"""End to end: the quickstart gateway as a real process, the official openai SDK as client."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import openai
+import pytest
+
+from tests.support import ROOT, spawn_gateway
+
+QUICKSTART = ROOT / "examples" / "quickstart.yaml"
+
+
+@pytest.fixture(scope="module")
+def quickstart(tmp_path_factory):
+    cwd = tmp_path_factory.mktemp("quickstart")
+    proc = spawn_gateway(QUICKSTART, cwd=cwd, wait_for="demo key:")
+    key = next(m.group(1) for line in proc.lines if (m := re.search(r"demo key: (\S+)", line)))
+    yield proc.url, key
+    proc.stop()
+
+
+def test_sdk_non_streaming_chat(quickstart):
+    url, key = quickstart
+    client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    reply = client.chat.completions.create(model="small-chat", max_tokens=5,
+                                           messages=[{"role": "user", "content": "Say hello"}])
+    assert reply.choices[0].message.content
+    assert reply.usage.completion_tokens == 5
+
+
+def test_sdk_streaming_chat(quickstart):
+    url, key = quickstart
+    client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    stream = client.chat.completions.create(model="small-chat", max_tokens=7, stream=True,
+                                            messages=[{"role": "user", "content": "Count"}])
+    text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+    assert text.count("tok") == 7
+
+
+def test_sdk_sees_refusals_as_its_usual_exceptions(quickstart):
+    url, key = quickstart
+    client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    with pytest.raises(openai.NotFoundError) as info:
+        client.chat.completions.create(model="no-such-model", max_tokens=5,
+                                       messages=[{"role": "user", "content": "hi"}])
+    assert info.value.code in ("unknown_model", "model_not_entitled")
+
+
+def test_check_config_exit_codes(tmp_path):
+    ok = subprocess.run([sys.executable, "-m", "tokenward", "check-config", str(QUICKSTART)],
+                        capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("plans:\n  team:\n    max_output_tokens: lots\n")
+    out = subprocess.run([sys.executable, "-m", "tokenward", "check-config", str(bad)],
+                         capture_output=True, text=True)
+    assert out.returncode == 2
+    assert "plans.team.max_output_tokens: expected int, got str" in out.stderr
