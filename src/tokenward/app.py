@@ -18,6 +18,7 @@ from .http.disconnect import DisconnectWatch
 from .http.responses import send_json, send_refusal
 from .http.routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
+from .observe.metrics import METRICS, send_metrics
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
 from .pipeline.stage import Exit
@@ -63,8 +64,6 @@ class Gateway:
             await send_json(send, 200 if ready else 503, HEALTHY if ready else STARTING, self._next_id().encode())
             return
         if path == "/metrics" and self._metrics_public:
-            from .observe.metrics import send_metrics
-
             await send_metrics(send)
             return
         runner = self.runner
@@ -95,6 +94,7 @@ class Gateway:
         await send_refusal(ctx.send, refusal, ctx.request_id.encode())
 
     def _finish(self, ctx: RequestContext) -> None:
+        METRICS.observe(ctx)
         decisions = self.services.decisions
         if decisions is not None and decisions.enabled:
             decisions.write(build_record(ctx, perf_counter_ns()))

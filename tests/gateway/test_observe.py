@@ -1,0 +1,45 @@
+"""Health, readiness, metrics and the one-record-per-request rule."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.support import chat
+
+
+async def test_health_and_readiness(gw):
+    async with httpx.AsyncClient() as client:
+        assert (await client.get(gw.url + "/healthz")).json() == {"status": "ok"}
+        ready = await client.get(gw.url + "/readyz")
+    assert ready.status_code == 200 and ready.headers["x-request-id"]
+
+
+async def test_metrics_hidden_unless_configured(gw, mock):
+    async with httpx.AsyncClient() as client:
+        resp = await client.get(gw.url + "/metrics")
+    assert resp.status_code == 404 and resp.json()["error"]["code"] == "route_denied"
+
+
+async def test_metrics_count_decisions_when_exposed(make_gateway, mock):
+    async with make_gateway("server: {expose_metrics: true}\n") as running:
+        async with httpx.AsyncClient() as client:
+            await client.post(running.url + "/v1/chat/completions", json=chat())
+            await client.get(running.url + "/v1/nope")
+            text = (await client.get(running.url + "/metrics")).text
+    assert 'tokenward_decisions_total{reason="route_denied",route="/v1/nope",stage="edge",tenant=""}' in text
+    assert 'tokenward_stage_seconds_total{stage="edge"}' in text
+
+
+async def test_exactly_one_record_per_request_and_no_secrets(gw, mock):
+    secret = "sk-very-secret-client-key"
+    prompt = "my private prompt text"
+    async with httpx.AsyncClient() as client:
+        for _ in range(3):
+            await client.post(gw.url + "/v1/chat/completions", json=chat(content=prompt),
+                              headers={"authorization": f"Bearer {secret}"})
+        await client.get(gw.url + "/v1/other")
+    records = gw.decisions()
+    assert len(records) == 4
+    assert len({r["request_id"] for r in records}) == 4
+    raw = gw.decisions_path.read_text()
+    assert secret not in raw and prompt not in raw and "tok tok" not in raw
