@@ -8,7 +8,7 @@ import sys
 
 import httpx
 import pytest
-from _mock_helpers import chat, sse_events
+from tests.mock._mock_helpers import chat, sse_events
 
 
 async def test_run_mock_prints_address_and_serves():

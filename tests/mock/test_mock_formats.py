@@ -7,7 +7,7 @@ import struct
 
 import openai
 import pytest
-from _mock_helpers import chat, sse_events
+from tests.mock._mock_helpers import chat, sse_events
 
 
 async def test_chat_non_stream_usage_and_counters(mock):

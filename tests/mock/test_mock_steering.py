@@ -7,7 +7,7 @@ import time
 
 import httpx
 import pytest
-from _mock_helpers import chat
+from tests.mock._mock_helpers import chat
 
 from tokenward.mock import start_mock, stop_mock
 

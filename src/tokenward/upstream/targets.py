@@ -63,7 +63,7 @@ class Target:
 def _auth_headers(name: str, up: UpstreamConfig) -> list[tuple[bytes, bytes]]:
     key = up.api_key
     if up.api_key_env:
-        key = os.environ.get(up.api_key_env)
+        key = os.environ.get(up.api_key_env, "").strip() or None
         if key is None:
             raise ConfigError(f"upstreams.{name}.api_key_env", f"environment variable {up.api_key_env} is not set")
     return [(b"authorization", b"Bearer " + key.encode())] if key else []
