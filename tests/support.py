@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import subprocess
+import tempfile
 import sys
 import time
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ plans:
 tenants:
   acme: {{plan: team}}
 logging: {{decisions: "{decisions}"}}
+keystore: {{url: "sqlite:///{keystore}"}}
 """
 
 
@@ -78,7 +80,20 @@ class RunningGateway:
     gateway: Gateway
     server: Any
     decisions_path: Path | None = None
+    key: str = ""
     extra: dict = field(default_factory=dict)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"authorization": f"Bearer {self.key}"}
+
+    def client(self, **kwargs: Any) -> httpx.AsyncClient:
+        """An HTTP client that sends this gateway's test key."""
+        return httpx.AsyncClient(headers=self.auth, timeout=kwargs.pop("timeout", 10), **kwargs)
+
+    async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
+        plaintext, _ = await self.gateway.services.extras["keys"].create(tenant, **kwargs)
+        return plaintext
 
     def decisions(self) -> list[dict]:
         import orjson
@@ -91,7 +106,8 @@ class RunningGateway:
 
 
 def base_config(mock_url: str, decisions: str = "off", extra: str = "") -> str:
-    return BASE_CONFIG.format(mock_url=mock_url, decisions=decisions) + extra
+    keystore = os.path.join(tempfile.mkdtemp(prefix="tw-keys-"), "keys.db")
+    return BASE_CONFIG.format(mock_url=mock_url, decisions=decisions, keystore=keystore) + extra
 
 
 @contextlib.asynccontextmanager
@@ -107,8 +123,11 @@ async def gateway_in_process(config_text: str, decisions_path: Path | None = Non
             server.task.result()
             raise RuntimeError("gateway exited during start-up")
         await asyncio.sleep(0.002)
+    running = RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
+    if gateway.config.tenants and "keys" in gateway.services.extras:
+        running.key = await running.new_key(next(iter(gateway.config.tenants)))
     try:
-        yield RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
+        yield running
     finally:
         server.should_exit = True
         for conn in list(server.server_state.connections):

@@ -9,8 +9,9 @@ import orjson
 from tests.support import chat
 
 
-async def _open(url: str, body: dict, headers: dict[str, str]):
-    host, port = url.removeprefix("http://").split(":")
+async def _open(gw, body: dict, headers: dict[str, str]):
+    headers = {**gw.auth, **headers}
+    host, port = gw.url.removeprefix("http://").split(":")
     reader, writer = await asyncio.open_connection(host, int(port))
     data = orjson.dumps(body)
     head = (f"POST /v1/chat/completions HTTP/1.1\r\nhost: gw\r\ncontent-type: application/json\r\n"
@@ -43,7 +44,7 @@ async def _assert_generation_stopped(mock, cancelled_before: int) -> dict:
 
 
 async def test_disconnect_mid_stream_stops_generation_within_100ms(gw, mock):
-    reader, writer = await _open(gw.url, chat(max_tokens=2000, stream=True),
+    reader, writer = await _open(gw, chat(max_tokens=2000, stream=True),
                                  {"x-mock-token-rate": "200", "x-mock-tokens": "2000"})
     seen = b""
     while seen.count(b"data: ") < 4:
@@ -63,7 +64,7 @@ async def test_disconnect_mid_stream_stops_generation_within_100ms(gw, mock):
 
 
 async def test_disconnect_before_first_token(gw, mock):
-    reader, writer = await _open(gw.url, chat(stream=True), {"x-mock-delay-ms": "5000"})
+    reader, writer = await _open(gw, chat(stream=True), {"x-mock-delay-ms": "5000"})
     await _wait_for(mock, lambda s: s["requests"] == 1)
     writer.transport.abort()
     after = await _assert_generation_stopped(mock, 0)
@@ -71,7 +72,7 @@ async def test_disconnect_before_first_token(gw, mock):
 
 
 async def test_disconnect_during_non_streaming_generation(gw, mock):
-    reader, writer = await _open(gw.url, chat(max_tokens=2000),
+    reader, writer = await _open(gw, chat(max_tokens=2000),
                                  {"x-mock-token-rate": "100", "x-mock-tokens": "2000"})
     await _wait_for(mock, lambda s: s["tokens_generated"] >= 3)
     writer.transport.abort()
@@ -81,11 +82,11 @@ async def test_disconnect_during_non_streaming_generation(gw, mock):
 
 async def test_gateway_keeps_serving_after_disconnects(gw, mock):
     for _ in range(3):
-        reader, writer = await _open(gw.url, chat(stream=True), {"x-mock-hang": "1"})
+        reader, writer = await _open(gw, chat(stream=True), {"x-mock-hang": "1"})
         await _wait_for(mock, lambda s: s["requests"] >= 1)
         writer.transport.abort()
     await _wait_for(mock, lambda s: s["cancelled"] == 3)
-    reader, writer = await _open(gw.url, chat(max_tokens=2), {})
+    reader, writer = await _open(gw, chat(max_tokens=2), {})
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
     assert head.startswith(b"HTTP/1.1 200")
     writer.close()

@@ -46,14 +46,14 @@ async def _control(mock, client, url, body=None):
     ("POST", "/v1/chat/completions/", 404, "route_denied"),
 ])
 async def test_route_and_method_allowlist(gw, mock, method, path, status, code):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         await _refused(mock, client, method, gw.url + path, status, code,
                        content=orjson.dumps(chat()), headers={"content-type": "application/json"})
         await _control(mock, client, gw.url)
 
 
 async def test_method_not_allowed_names_the_allowed_methods(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await _refused(mock, client, "DELETE", gw.url + "/v1/chat/completions", 405, "method_not_allowed")
         assert resp.headers["allow"] == "POST"
 
@@ -62,7 +62,7 @@ async def test_method_not_allowed_names_the_allowed_methods(gw, mock):
                                           "multipart/form-data; boundary=x"])
 async def test_content_type_allowlist(gw, mock, content_type):
     headers = {"content-type": content_type} if content_type else {}
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         await _refused(mock, client, "POST", gw.url + "/v1/chat/completions", 415, "unsupported_media_type",
                        content=orjson.dumps(chat()), headers=headers)
         # parameters on an allowed type are fine
@@ -88,7 +88,7 @@ async def small_gw(make_gateway):
 
 async def test_body_cap_exact_at_limit_and_one_over(small_gw, mock):
     url = small_gw.url + "/v1/chat/completions"
-    async with httpx.AsyncClient() as client:
+    async with small_gw.client() as client:
         at_limit = _body_of_size(LIMIT)
         before = await mock.requests()
         resp = await client.post(url, content=at_limit, headers={"content-type": "application/json"})
@@ -105,7 +105,7 @@ async def _chunked(parts):
 
 async def test_body_cap_applies_to_chunked_bodies(small_gw, mock):
     url = small_gw.url + "/v1/chat/completions"
-    async with httpx.AsyncClient() as client:
+    async with small_gw.client() as client:
         body = _body_of_size(LIMIT)
         resp = await client.post(url, content=_chunked([body[:100], body[100:]]),
                                  headers={"content-type": "application/json"})
@@ -146,7 +146,7 @@ async def test_declared_length_over_cap_refused_without_reading(small_gw, mock):
 async def test_header_limits(make_gateway, mock):
     async with make_gateway("edge: {max_headers: 20, max_header_bytes: 2048}\n") as running:
         url = running.url + "/v1/chat/completions"
-        async with httpx.AsyncClient() as client:
+        async with running.client() as client:
             many = {f"x-h{i}": "v" for i in range(30)}
             await _refused(mock, client, "POST", url, 431, "headers_too_large", json=chat(), headers=many)
             await _refused(mock, client, "POST", url, 431, "headers_too_large", json=chat(),

@@ -21,7 +21,7 @@ def _events(text: str) -> list:
 
 
 async def test_non_streaming_passes_through_with_reported_usage(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions", json=chat(max_tokens=5))
     assert resp.status_code == 200
     assert resp.json()["usage"]["completion_tokens"] == 5
@@ -35,7 +35,7 @@ async def test_non_streaming_passes_through_with_reported_usage(gw, mock):
 
 
 async def test_stream_asks_backend_for_usage_and_drops_it_for_the_client(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions", json=chat(max_tokens=4, stream=True))
     events = _events(resp.text)
     assert events[-1] == "[DONE]"
@@ -48,7 +48,7 @@ async def test_stream_asks_backend_for_usage_and_drops_it_for_the_client(gw, moc
 
 
 async def test_stream_keeps_usage_when_client_asked(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions",
                                  json=chat(max_tokens=3, stream=True, stream_options={"include_usage": True}))
     usage_events = [e for e in _events(resp.text)[:-1] if e.get("usage")]
@@ -56,7 +56,7 @@ async def test_stream_keeps_usage_when_client_asked(gw, mock):
 
 
 async def test_backend_without_usage_is_counted_and_marked(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions", json=chat(max_tokens=6, stream=True),
                                  headers={"x-mock-no-usage": "1"})
     assert resp.status_code == 200
@@ -70,24 +70,24 @@ async def test_client_credentials_never_reach_the_backend(mock, tmp_path):
     async with gateway_in_process(config + extra) as running:
         async with httpx.AsyncClient() as client:
             resp = await client.post(running.url + "/v1/chat/completions", json=chat(), headers={
-                "authorization": "Bearer client-key", "x-api-key": "client-key", "cookie": "s=1",
+                "x-api-key": running.key, "cookie": "s=1",
                 "x-tenant-id": "globex", "x-mock-tokens": "2"})
     assert resp.status_code == 200
     seen = (await mock.stats())["last_request"]["headers"]
-    assert seen["authorization"] == "Bearer backend-secret"
+    assert seen["authorization"] == "Bearer backend-secret"  # the backend's key, never the client's
     assert "x-api-key" not in seen and "cookie" not in seen and "x-tenant-id" not in seen
     assert seen["x-mock-tokens"] == "2"
 
 
 async def test_model_is_renamed_for_the_backend(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions", json=chat(model="large-chat"))
     assert resp.status_code == 200
     assert (await mock.stats())["last_request"]["body"]["model"] == "big-backend-model"
 
 
 async def test_embeddings_and_completions_routes(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         emb = await client.post(gw.url + "/v1/embeddings", json={"model": "small-chat", "input": ["a b", "c"]})
         comp = await client.post(gw.url + "/v1/completions",
                                  json={"model": "small-chat", "prompt": "once upon", "max_tokens": 3})
@@ -103,15 +103,15 @@ async def timed_gw(make_gateway):
         yield running
 
 
-async def _stream_error(url: str, headers: dict, body: dict | None = None) -> tuple[list, httpx.Response]:
-    async with httpx.AsyncClient(timeout=10) as client:
-        resp = await client.post(url + "/v1/chat/completions",
+async def _stream_error(gw, headers: dict, body: dict | None = None) -> tuple[list, httpx.Response]:
+    async with gw.client() as client:
+        resp = await client.post(gw.url + "/v1/chat/completions",
                                  json=body or chat(max_tokens=1000, stream=True), headers=headers)
     return _events(resp.text), resp
 
 
 async def test_idle_timeout_ends_stream_with_error_event(timed_gw, mock):
-    events, resp = await _stream_error(timed_gw.url, {"x-mock-stall-after": "2"})
+    events, resp = await _stream_error(timed_gw, {"x-mock-stall-after": "2"})
     assert resp.status_code == 200
     assert events[-1]["error"]["code"] == "stream_idle_timeout"
     record = timed_gw.decisions()[-1]
@@ -121,14 +121,14 @@ async def test_idle_timeout_ends_stream_with_error_event(timed_gw, mock):
 
 
 async def test_max_duration_ends_stream_with_error_event(timed_gw, mock):
-    events, _ = await _stream_error(timed_gw.url, {"x-mock-token-rate": "20", "x-mock-tokens": "1000"})
+    events, _ = await _stream_error(timed_gw, {"x-mock-token-rate": "20", "x-mock-tokens": "1000"})
     assert events[-1]["error"]["code"] == "stream_duration_exceeded"
     assert 10 <= sum(1 for e in events if "choices" in e) <= 30
     assert timed_gw.decisions()[-1]["reason"] == "stream_duration_exceeded"
 
 
 async def test_backend_dying_mid_stream_gives_error_event(timed_gw, mock):
-    events, _ = await _stream_error(timed_gw.url, {"x-mock-die-after": "3"})
+    events, _ = await _stream_error(timed_gw, {"x-mock-die-after": "3"})
     assert events[-1]["error"]["code"] == "upstream_unavailable"
     record = timed_gw.decisions()[-1]
     assert record["reason"] == "upstream_unavailable" and record["state"] == "aborted"
@@ -138,7 +138,7 @@ async def test_backend_hanging_before_headers_is_a_504(mock, tmp_path):
     config = base_config(mock.url, decisions=str(tmp_path / "d.jsonl")).replace("read_timeout_s: 10",
                                                                                   "read_timeout_s: 0.3")
     async with gateway_in_process(config, tmp_path / "d.jsonl") as running:
-        async with httpx.AsyncClient() as client:
+        async with running.client() as client:
             resp = await client.post(running.url + "/v1/chat/completions", json=chat(),
                                      headers={"x-mock-hang": "1"})
         assert resp.status_code == 504 and resp.json()["error"]["code"] == "upstream_timeout"
@@ -152,7 +152,7 @@ async def test_backend_refusing_connections_is_a_502(tmp_path):
         port = sock.getsockname()[1]
     path = tmp_path / "d.jsonl"
     async with gateway_in_process(base_config(f"http://127.0.0.1:{port}/v1", decisions=str(path)), path) as running:
-        async with httpx.AsyncClient() as client:
+        async with running.client() as client:
             resp = await client.post(running.url + "/v1/chat/completions", json=chat())
             stream = await client.post(running.url + "/v1/chat/completions", json=chat(stream=True))
         assert resp.status_code == 502 and resp.json()["error"]["code"] == "upstream_unavailable"
@@ -162,7 +162,7 @@ async def test_backend_refusing_connections_is_a_502(tmp_path):
 
 
 async def test_backend_error_status_is_passed_through(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions", json=chat(), headers={"x-mock-status": "500"})
         stream = await client.post(gw.url + "/v1/chat/completions", json=chat(stream=True),
                                    headers={"x-mock-status": "503"})
@@ -175,10 +175,10 @@ async def test_backend_error_status_is_passed_through(gw, mock):
 @pytest.mark.parametrize("body,code,param", [
     (b"{not json", "invalid_json", None),
     (b"[1,2]", "invalid_json", None),
-    (orjson.dumps({"model": "nope", "messages": []}), "unknown_model", "model"),
+    (orjson.dumps(chat(model="nope")), "unknown_model", "model"),
 ])
 async def test_unforwardable_bodies_are_refused(gw, mock, body, code, param):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.post(gw.url + "/v1/chat/completions", content=body,
                                  headers={"content-type": "application/json"})
         control = await client.post(gw.url + "/v1/chat/completions", json=chat())

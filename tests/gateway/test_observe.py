@@ -8,21 +8,21 @@ from tests.support import chat
 
 
 async def test_health_and_readiness(gw):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         assert (await client.get(gw.url + "/healthz")).json() == {"status": "ok"}
         ready = await client.get(gw.url + "/readyz")
     assert ready.status_code == 200 and ready.headers["x-request-id"]
 
 
 async def test_metrics_hidden_unless_configured(gw, mock):
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         resp = await client.get(gw.url + "/metrics")
     assert resp.status_code == 404 and resp.json()["error"]["code"] == "route_denied"
 
 
 async def test_metrics_count_decisions_when_exposed(make_gateway, mock):
     async with make_gateway("server: {expose_metrics: true}\n") as running:
-        async with httpx.AsyncClient() as client:
+        async with running.client() as client:
             await client.post(running.url + "/v1/chat/completions", json=chat())
             await client.get(running.url + "/v1/nope")
             text = (await client.get(running.url + "/metrics")).text
@@ -33,7 +33,7 @@ async def test_metrics_count_decisions_when_exposed(make_gateway, mock):
 async def test_exactly_one_record_per_request_and_no_secrets(gw, mock):
     secret = "sk-very-secret-client-key"
     prompt = "my private prompt text"
-    async with httpx.AsyncClient() as client:
+    async with gw.client() as client:
         for _ in range(3):
             await client.post(gw.url + "/v1/chat/completions", json=chat(content=prompt),
                               headers={"authorization": f"Bearer {secret}"})
