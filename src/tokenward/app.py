@@ -59,12 +59,25 @@ class Gateway:
         if path == "/healthz":
             await send_json(send, 200, HEALTHY, self._next_id().encode())
             return
+        if path == "/openapi.json" and scope["method"] == "GET":
+            from .http.openapi import openapi_document
+
+            await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
+            return
         if path == "/readyz":
             ready = self.runner is not None and self.services.ready
             await send_json(send, 200 if ready else 503, HEALTHY if ready else STARTING, self._next_id().encode())
             return
         if path == "/metrics" and self._metrics_public:
             await send_metrics(send)
+            return
+        if path.startswith("/admin/"):
+            admin = self.services.extras.get("admin")
+            if admin is None:
+                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} is not served by this gateway"),
+                                   self._next_id().encode())
+            else:
+                await admin(scope, receive, send)
             return
         runner = self.runner
         if runner is None:

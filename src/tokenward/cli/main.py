@@ -10,9 +10,11 @@ import typer
 
 from ..config import load_config
 from ..errors import ConfigError
+from .keys import keys_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tokenward: an LLM ingress gateway that admits work, not requests.")
+app.add_typer(keys_app, name="keys")
 
 
 def _load_or_exit(path: Path):

@@ -85,6 +85,19 @@ class PlanConfig(_Strict):
     features: tuple[str, ...] = ()
     hidden_characters: Literal["strip", "refuse"] = "strip"
     shadow: tuple[str, ...] = ()
+    # Budget limits beyond the ones above (docs/budget.md); None = no such limit.
+    spend_per_minute_usd: float | None = None   # a cost-unit rate bucket covering every model
+    max_inflight_tokens: int | None = None      # reserved work outstanding at once
+    key_tokens_per_minute: int | None = None    # per API key, inside the tenant's budget
+    key_requests_per_minute: int | None = None
+    # Validation bounds (docs/validation.md): each caller-controlled size has its own cap.
+    max_part_chars: int = 262_144        # one text part, message content or prompt string
+    max_logit_bias: int = 300            # logit_bias entries (and allowed_token_ids)
+    max_schema_bytes: int = 65_536       # one free-form JSON value: tool parameters, json_schema
+    max_schema_depth: int = 32
+    max_attachment_bytes: int = 4_194_304  # one decoded data: payload
+    structured_output_surcharge: int = 256  # work tokens added for a constrained output
+    attachment_surcharge: int = 1024     # work tokens added per attachment (plus its own size)
 
 
 class TenantConfig(_Strict):
@@ -99,11 +112,61 @@ class StoreConfig(_Strict):
     failure_policy: Literal["closed", "open"] = "closed"
     fail_open_tiers: tuple[str, ...] = ()
     lease_s: float = 30.0
+    # A fail-open tier's process-local limiter gets this fraction of every limit.
+    fail_open_fraction: float = 0.1
+    key_prefix: str = "tw"
+    # Redis transport: "resp" (a lean multiplexed client, hiredis parser) or "redis-py".
+    client: Literal["resp", "redis-py"] = "resp"
+
+
+class CapacityConfig(_Strict):
+    """Service-wide capacity of one upstream or model (the provider's own quota)."""
+
+    tokens_per_minute: int
+    # tenant -> guaranteed fraction only that tenant draws on first; the rest is a shared reserve
+    shares: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class KeystoreConfig(_Strict):
     url: str = "sqlite:///tokenward-keys.db"
     cache_ttl_s: float = 1.0
+    # Last-used times are written in one batch this often, never once per request.
+    last_used_flush_s: float = 5.0
+    # This deployment's name; a key scoped to environments works only where it matches.
+    environment: str | None = None
+
+
+# Asymmetric only: "none" and HMAC (shared-secret) algorithms cannot be configured, so a
+# token cannot be "verified" with a public key used as an HMAC secret.
+JwtAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512",
+                       "EdDSA"]
+
+
+class JwtIssuerConfig(_Strict):
+    issuer: str
+    audience: str
+    jwks_url: str
+    algorithms: tuple[JwtAlgorithm, ...] = ("RS256", "ES256")
+    # Where the tenant comes from: a claim (dotted path allowed, "org.id") or a scope prefix
+    # ("gw/tenant-" turns the scope "gw/tenant-acme" into tenant acme). Exactly one.
+    tenant_claim: str | None = None
+    tenant_scope_prefix: str | None = None
+    jwks_ttl_s: float = 300.0
+    # An unknown kid triggers a refetch at most this often, so made-up kids cannot storm the IdP.
+    jwks_min_refetch_s: float = 30.0
+    fetch_timeout_s: float = 5.0
+    leeway_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if (self.tenant_claim is None) == (self.tenant_scope_prefix is None):
+            from ..errors import ConfigError
+
+            raise ConfigError(f"jwt.issuers[issuer={self.issuer}]",
+                              "set exactly one of tenant_claim and tenant_scope_prefix")
+
+
+class JwtConfig(_Strict):
+    issuers: tuple[JwtIssuerConfig, ...] = ()
 
 
 class StreamConfig(_Strict):
@@ -149,6 +212,9 @@ class Config(_Strict):
     logging: LoggingConfig = LoggingConfig()
     screening: ScreeningConfig = ScreeningConfig()
     admin: AdminConfig = AdminConfig()
+    # upstream or model name -> its service-wide capacity (budget admission)
+    capacity: dict[str, CapacityConfig] = msgspec.field(default_factory=dict)
+    jwt: JwtConfig = JwtConfig()
 
 
 DEFAULT_ROUTES: tuple[RouteConfig, ...] = (

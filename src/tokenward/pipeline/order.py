@@ -20,4 +20,9 @@ STAGE_ORDER: tuple[str, ...] = (
 # slot -> "module:factory"; each factory takes the built ``Gateway`` services and returns a Stage.
 STAGE_FACTORIES: dict[str, str] = {
     "edge": "tokenward.stages.s10_edge:build",
+    "validation": "tokenward.stages.s40_validate:build",
+    "work": "tokenward.stages.s50_work:build",
+    "admission": "tokenward.stages.s60_admit:build",
+    "identity": "tokenward.stages.s20_identity:build",
+    "entitlement": "tokenward.stages.s30_entitlement:build",
 }

@@ -1,0 +1,222 @@
+"""Key lifecycle over HTTP, the same operations as ``tokenward keys``.
+
+    GET  /admin/keys[?tenant=T]            list keys (never secrets or hashes)
+    POST /admin/keys                       {tenant, name?, models?, environments?, expires_in?, reason?, reviewer?}
+                                           -> 201 {"key": <plaintext, shown once>, ...record}
+    GET  /admin/keys/{id}                  one key; {id} is a key id or a whole key
+    POST /admin/keys/{id}/revoke           {reason, reviewer?}
+    POST /admin/keys/{id}/suspend          {for: "1h", reason, reviewer?}
+    POST /admin/keys/{id}/reinstate        {reason, reviewer?}
+    GET  /admin/audit[?key_id=ID]          the audit trail
+
+Every call needs ``Authorization: Bearer <admin token>``; the token is read from the env
+var named by ``admin.token_env`` and compared in constant time.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import time
+from typing import Any, Awaitable, Callable
+from urllib.parse import parse_qs
+
+import msgspec
+
+from ..config.schema import Config
+from ..errors import Reason, envelope
+from ..http.responses import send_json
+from ..keys import format as keyformat
+from ..keys.model import KeyNotFound, KeyStateError, KeyStoreError, parse_duration
+from ..keys.service import KeyService, check_new_key
+
+log = logging.getLogger("tokenward.admin")
+
+MAX_BODY_BYTES = 65_536
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+
+
+class _Problem(Exception):
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status = status
+        self.body = body
+
+
+def _error(status: int, code: str, message: str, param: str | None = None) -> _Problem:
+    body = _encode({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
+    return _Problem(status, body)
+
+
+def _refusal(reason: Reason, message: str, param: str | None = None) -> _Problem:
+    return _Problem(reason.status, envelope(reason, message, param))
+
+
+def _text(body: dict, name: str, required: bool = False) -> str | None:
+    value = body.get(name)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _refusal(Reason.invalid_field, f"{name} must be a non-empty string", name)
+    return value
+
+
+def _names(body: dict, name: str) -> list[str] | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise _refusal(Reason.invalid_field, f"{name} must be a list of strings", name)
+    return value
+
+
+def _duration(body: dict, name: str, required: bool) -> float | None:
+    value = body.get(name)
+    if value is None:
+        if required:
+            raise _refusal(Reason.invalid_field, f"{name} is required (e.g. \"1h\")", name)
+        return None
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            return float(value)
+        if isinstance(value, str):
+            return parse_duration(value)
+    except ValueError as exc:
+        raise _refusal(Reason.invalid_field, str(exc), name) from None
+    raise _refusal(Reason.invalid_field, f"{name} must be a duration like \"1h\" or seconds", name)
+
+
+class AdminApi:
+    def __init__(self, keys: KeyService, token: str, config: Config,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.keys = keys
+        self._token = token.encode()
+        self._config = config
+        self._clock = clock
+
+    async def __call__(self, scope: dict, receive, send) -> None:
+        request_id = b"admin_" + f"{time.monotonic_ns():x}".encode()
+        try:
+            self._authorize(scope)
+            status, body = await self._route(scope, receive)
+        except _Problem as problem:
+            status, body = problem.status, problem.body
+        except Exception:
+            log.exception("admin request %s %s failed", scope["method"], scope["path"])
+            status, body = 500, envelope(Reason.internal_error, "internal error")
+        await send_json(send, status, body, request_id)
+
+    def _authorize(self, scope: dict) -> None:
+        presented = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                scheme, _, token = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    presented = token.strip()
+                break
+        if presented is None:
+            raise _refusal(Reason.missing_credentials, "admin API needs Authorization: Bearer <admin token>")
+        if not hmac.compare_digest(presented, self._token):
+            raise _refusal(Reason.invalid_credentials, "invalid admin token")
+
+    async def _route(self, scope: dict, receive) -> tuple[int, bytes]:
+        method = scope["method"]
+        parts = scope["path"].rstrip("/").split("/")[2:]  # "", "admin", ...
+        query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
+        if parts == ["keys"] and method == "GET":
+            return 200, await self._list(query.get("tenant"))
+        if parts == ["keys"] and method == "POST":
+            return 201, await self._create(await _read_json(receive))
+        if parts == ["audit"] and method == "GET":
+            return 200, await self._audit(query.get("key_id"))
+        if len(parts) == 2 and parts[0] == "keys" and method == "GET":
+            return 200, await self._get(parts[1])
+        if len(parts) == 3 and parts[0] == "keys" and method == "POST" and parts[2] in _CHANGES:
+            return 200, await self._change(parts[2], parts[1], await _read_json(receive))
+        raise _refusal(Reason.route_denied, f"no admin route {method} {scope['path']}")
+
+    async def _list(self, tenant: str | None) -> bytes:
+        now = self._clock()
+        return _encode({"object": "list", "data": [r.public(now) for r in await self.keys.list(tenant)]})
+
+    async def _get(self, ident: str) -> bytes:
+        key_id = _key_id(ident)
+        record = await self.keys.get(key_id)
+        if record is None:
+            raise _error(404, "key_not_found", f"no key with id {key_id}", "id")
+        return _encode(record.public(self._clock()))
+
+    async def _audit(self, ident: str | None) -> bytes:
+        key_id = _key_id(ident) if ident is not None else None
+        records = await self.keys.audit(key_id)
+        return _encode({"object": "list", "data": [msgspec.structs.asdict(r) for r in records]})
+
+    async def _create(self, body: dict) -> bytes:
+        tenant = _text(body, "tenant", required=True)
+        models = _names(body, "models")
+        environments = _names(body, "environments")
+        expires_in = _duration(body, "expires_in", required=False)
+        try:
+            check_new_key(self._config, tenant, models)
+        except KeyStoreError as exc:
+            raise _refusal(Reason.invalid_field, str(exc), "models" if tenant in self._config.tenants else "tenant")
+        now = self._clock()
+        plaintext, record = await self.keys.create(
+            tenant, name=_text(body, "name"), models=models, environments=environments,
+            expires_at=now + expires_in if expires_in is not None else None,
+            reason=_text(body, "reason"), reviewer=_text(body, "reviewer") or "admin-api")
+        return _encode({"key": plaintext, **record.public(now)})
+
+    async def _change(self, action: str, ident: str, body: dict) -> bytes:
+        key_id = _key_id(ident)
+        reason = _text(body, "reason", required=True)
+        reviewer = _text(body, "reviewer") or "admin-api"
+        try:
+            if action == "suspend":
+                record = await self.keys.suspend(key_id, duration_s=_duration(body, "for", required=True),
+                                                 reason=reason, reviewer=reviewer)
+            else:
+                record = await _CHANGES[action](self.keys, key_id, reason=reason, reviewer=reviewer)
+        except KeyNotFound:
+            raise _error(404, "key_not_found", f"no key with id {key_id}", "id") from None
+        except KeyStateError as exc:
+            raise _error(409, "key_state_conflict", str(exc), "id") from None
+        return _encode(record.public(self._clock()))
+
+
+_CHANGES: dict[str, Callable[..., Awaitable[Any]]] = {
+    "revoke": KeyService.revoke,
+    "suspend": KeyService.suspend,
+    "reinstate": KeyService.reinstate,
+}
+
+
+def _key_id(ident: str) -> str:
+    key_id = keyformat.key_id_of(ident)
+    if key_id is None:
+        raise _refusal(Reason.invalid_field, "not a key id or a key", "id")
+    return key_id
+
+
+async def _read_json(receive) -> dict:
+    chunks = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise _refusal(Reason.client_disconnected, "client went away")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise _refusal(Reason.body_too_large, f"admin request body exceeds {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    raw = b"".join(chunks)
+    try:
+        body = _decode(raw) if raw else {}
+    except msgspec.DecodeError:
+        raise _refusal(Reason.invalid_json, "admin request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise _refusal(Reason.invalid_json, "admin request body must be a JSON object")
+    return body

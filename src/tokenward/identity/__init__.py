@@ -1,0 +1,1 @@
+"""Who the caller is: credential extraction, API-key verification and OIDC/JWT bearer tokens."""

@@ -1,0 +1,226 @@
+"""Entitlement: which fields this caller may set, per the tenant's plan and the key's scope.
+
+Runs before validation, so it reads the body through a lenient peek of just the fields it
+decides on. A body that does not fit even that peek is admitted here: the strict schema
+in validation refuses it with the precise error. Decisions:
+
+- model in the plan (``model_not_entitled``) and in the key's scope (``key_scope_denied``);
+  a model the gateway does not serve at all is left to validation (``unknown_model``);
+- tools by function name against ``plan.allow_tools`` (``tools_not_entitled``);
+- the system prompt: allowed; refused on a plan that forbids it (``system_prompt_not_allowed``);
+  or, on a consumer plan with a server-side prompt, replaced by that prompt (the body is
+  rewritten once here);
+- optional features, denied unless ``plan.features`` lists them (``feature_not_entitled``):
+  ``best_of`` (also allowed by ``allow_best_of``), ``structured_output`` (a json_schema
+  response format), ``logprobs``, and vLLM's extra request fields, each enabled by its own
+  name or all by ``vllm_extensions`` (validation then bounds their values).
+
+File types (``files_not_entitled``) are decided by validation, which sniffs them, from
+``Entitlement.plan.allow_files``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..config.schema import PlanConfig
+from ..errors import Reason, Refusal
+from ..pipeline.results import Entitlement
+from ..pipeline.stage import BaseStage
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+SYSTEM_ROLES = frozenset({"system", "developer"})
+# vLLM's request fields beyond OpenAI's API (sampling, guided decoding, templating).
+VLLM_FIELDS = (
+    "use_beam_search", "top_k", "min_p", "repetition_penalty", "length_penalty", "stop_token_ids",
+    "include_stop_str_in_output", "ignore_eos", "min_tokens", "skip_special_tokens",
+    "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
+    "prompt_logprobs", "add_generation_prompt", "continue_final_message", "add_special_tokens",
+    "documents", "chat_template", "chat_template_kwargs", "mm_processor_kwargs", "guided_json",
+    "guided_regex", "guided_choice", "guided_grammar", "guided_decoding_backend",
+    "guided_whitespace_pattern", "structured_outputs", "priority", "return_tokens_as_token_ids",
+    "logits_processors", "vllm_xargs", "kv_transfer_params", "cache_salt", "structural_tag",
+    "return_token_ids", "request_id", "prompt_embeds",
+)
+
+
+class _Name(msgspec.Struct):
+    name: object = None
+
+
+class _Tool(msgspec.Struct):
+    type: object = None
+    function: _Name | None = None
+    custom: _Name | None = None
+
+
+class _Message(msgspec.Struct):
+    role: object = None
+
+
+class _ResponseFormat(msgspec.Struct):
+    type: object = None
+
+
+# vLLM fields come last: one tuple comparison tells whether any of them is present.
+_Peek = msgspec.defstruct("_Peek", [
+    ("model", object, None),
+    ("messages", "list[_Message] | None", None),
+    ("tools", "list[_Tool] | None", None),
+    ("functions", "list[_Name] | None", None),
+    ("response_format", "_ResponseFormat | None", None),
+    ("best_of", object, None),
+    ("logprobs", object, None),
+    ("top_logprobs", object, None),
+    *((name, object, None) for name in VLLM_FIELDS),
+], module=__name__)
+_peek = msgspec.json.Decoder(_Peek).decode
+_FIRST_VLLM = len(_Peek.__struct_fields__) - len(VLLM_FIELDS)
+_NO_VLLM = (None,) * len(VLLM_FIELDS)
+_astuple = msgspec.structs.astuple
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+
+
+class TenantRules:
+    """One tenant's plan, turned once into the sets each request is checked against."""
+
+    __slots__ = ("plan", "models", "tools", "features", "system_prompt", "refuse_system", "entitlements")
+
+    def __init__(self, plan: PlanConfig) -> None:
+        self.plan = plan
+        self.models = frozenset(plan.models)
+        self.tools = frozenset(plan.allow_tools)
+        self.features = frozenset(plan.features) | ({"best_of"} if plan.allow_best_of else set())
+        replace = not plan.allow_system_prompt and plan.system_prompt is not None
+        self.system_prompt = plan.system_prompt if replace else None
+        self.refuse_system = not plan.allow_system_prompt and plan.system_prompt is None
+        self.entitlements: dict[frozenset[str] | None, Entitlement] = {}
+
+    def entitlement(self, scopes: frozenset[str] | None) -> Entitlement:
+        ent = self.entitlements.get(scopes)
+        if ent is None:
+            models = self.models if scopes is None else self.models & scopes
+            ent = Entitlement(models=models, plan=self.plan, system_prompt=self.system_prompt,
+                              features=self.features)
+            self.entitlements[scopes] = ent
+        return ent
+
+
+def _feature_denied(name: str, param: str) -> Refusal:
+    return Refusal(Reason.feature_not_entitled, f"{name} is not enabled on your plan", param=param)
+
+
+class EntitlementStage(BaseStage):
+    name = "entitlement"
+
+    def __init__(self, plans: dict[str, PlanConfig], known_models: frozenset[str]) -> None:
+        self.rules = {tenant: TenantRules(plan) for tenant, plan in plans.items()}
+        # A model no plan could name is not an entitlement question: validation answers
+        # unknown_model (404), as OpenAI does.
+        self.known_models = known_models
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:
+        principal = ctx.principal
+        if principal is None:
+            return None  # no identity stage configured: nothing to entitle against
+        rules = self.rules.get(principal.tenant)
+        if rules is None:
+            rules = self.rules[principal.tenant] = TenantRules(principal.plan)
+        entitlement = rules.entitlement(principal.scopes)
+        if ctx.body:
+            try:
+                peek = _peek(ctx.body)
+            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+                peek = None  # validation refuses it with the precise error (json_too_deep, ...)
+            if peek is not None:
+                refusal = self._check(ctx, rules, entitlement, peek)
+                if refusal is not None:
+                    return refusal
+        ctx.entitlement = entitlement
+        return None
+
+    def _check(self, ctx: RequestContext, rules: TenantRules, entitlement: Entitlement, peek) -> Refusal | None:
+        model = peek.model
+        if model.__class__ is str and model not in entitlement.models:
+            if model in rules.models:
+                return Refusal(Reason.key_scope_denied, f"this API key may not use model {model}", param="model")
+            if model in self.known_models:
+                return Refusal(Reason.model_not_entitled, f"model {model} is not available on your plan",
+                               param="model")
+        if peek.tools or peek.functions:
+            refusal = _check_tools(peek, rules.tools)
+            if refusal is not None:
+                return refusal
+        refusal = _check_features(peek, rules.features)
+        if refusal is not None:
+            return refusal
+        if peek.messages is not None and not rules.plan.allow_system_prompt:
+            return _system_prompt(ctx, rules, peek.messages)
+        return None
+
+
+def _check_tools(peek, allowed: frozenset[str]) -> Refusal | None:
+    for i, tool in enumerate(peek.tools or ()):
+        spec = tool.function if tool.function is not None else tool.custom
+        name = spec.name if spec is not None else None
+        if name not in allowed:
+            kind = "function" if tool.function is not None else "custom" if tool.custom is not None else None
+            param = f"tools[{i}].{kind}.name" if kind else f"tools[{i}]"
+            shown = name if isinstance(name, str) else "(unnamed)"
+            return Refusal(Reason.tools_not_entitled, f"tool {shown} is not allowed on your plan", param=param)
+    for i, function in enumerate(peek.functions or ()):
+        if function.name not in allowed:
+            shown = function.name if isinstance(function.name, str) else "(unnamed)"
+            return Refusal(Reason.tools_not_entitled, f"function {shown} is not allowed on your plan",
+                           param=f"functions[{i}].name")
+    return None
+
+
+def _check_features(peek, features: frozenset[str]) -> Refusal | None:
+    best_of = peek.best_of
+    if best_of.__class__ is int and best_of > 1 and "best_of" not in features:
+        return _feature_denied("best_of", "best_of")
+    fmt = peek.response_format
+    if fmt is not None and fmt.type == "json_schema" and "structured_output" not in features:
+        return _feature_denied("structured output (json_schema)", "response_format")
+    if (peek.logprobs not in (None, False) or peek.top_logprobs is not None) and "logprobs" not in features:
+        return _feature_denied("logprobs", "logprobs" if peek.logprobs not in (None, False) else "top_logprobs")
+    if "vllm_extensions" not in features:
+        extensions = _astuple(peek)[_FIRST_VLLM:]
+        if extensions != _NO_VLLM:
+            # Each field is also enabled by its own name (validation bounds what it lets through).
+            for name, value in zip(VLLM_FIELDS, extensions):
+                if value is not None and name not in features:
+                    return _feature_denied(f"{name} (a vLLM extension)", name)
+    return None
+
+
+def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: list) -> Refusal | None:
+    has_system = any(m.role in SYSTEM_ROLES for m in messages)
+    if rules.refuse_system:
+        if has_system:
+            return Refusal(Reason.system_prompt_not_allowed,
+                           "your plan does not allow setting a system prompt", param="messages")
+        return None
+    # A consumer plan: the server's prompt replaces whatever the caller sent (or adds it).
+    payload = ctx.payload if ctx.payload is not None else _decode(ctx.body)
+    kept = [m for m in payload["messages"] if not (isinstance(m, dict) and m.get("role") in SYSTEM_ROLES)]
+    payload = dict(payload)
+    payload["messages"] = [{"role": "system", "content": rules.system_prompt}, *kept]
+    ctx.payload = payload
+    ctx.body = _encode(payload)
+    ctx.note("system_prompt", "replaced" if has_system else "added")
+    return None
+
+
+def build(services) -> EntitlementStage:
+    from ..config.loader import effective_plan
+
+    config = services.config
+    return EntitlementStage({tenant: effective_plan(config, tenant) for tenant in config.tenants},
+                            frozenset(config.models))
