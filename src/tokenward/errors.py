@@ -52,6 +52,7 @@ class Reason(enum.Enum):
     key_revoked = (401, _AUTH)
     key_suspended = (403, _PERM)
     key_scope_denied = (403, _PERM)
+    keystore_unavailable = (503, _UPSTREAM)
     # entitlement
     model_not_entitled = (403, _PERM)
     tools_not_entitled = (403, _PERM)

@@ -195,3 +195,26 @@ async def _wait_cancelled(mock, count: int) -> None:
             return
         await asyncio.sleep(0.02)
     raise AssertionError(f"backend never saw the cancel: {await mock.stats()}")
+
+
+async def test_key_store_outage_is_a_clean_503(gw, mock):
+    store = gw.gateway.services.extras["keystore"]
+    fresh_key = await gw.new_key("acme")  # never looked up, so not cached
+    real_get = store.get
+
+    async def broken_get(key_id):
+        raise OSError("database is unreachable")
+
+    store.get = broken_get
+    try:
+        async with httpx.AsyncClient() as client:
+            resp = await client.post(gw.url + "/v1/chat/completions", json=chat(),
+                                     headers={"authorization": f"Bearer {fresh_key}"})
+        assert resp.status_code == 503 and resp.json()["error"]["code"] == "keystore_unavailable"
+        assert await mock.requests() == 0
+    finally:
+        store.get = real_get
+    async with httpx.AsyncClient() as client:
+        control = await client.post(gw.url + "/v1/chat/completions", json=chat(),
+                                    headers={"authorization": f"Bearer {fresh_key}"})
+    assert control.status_code == 200 and await mock.requests() == 1

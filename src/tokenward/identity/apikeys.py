@@ -7,6 +7,7 @@ path is one dict lookup, one HMAC and a few comparisons.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Callable
@@ -20,10 +21,14 @@ from ..keys.model import REVOKED, SUSPENDED, KeyRecord
 from ..keys.store import KeyStore
 from ..pipeline.results import Principal
 
+log = logging.getLogger("tokenward.identity")
+
 INVALID = Refusal(Reason.invalid_credentials, "invalid API key")
 EXPIRED = Refusal(Reason.credentials_expired, "API key has expired")
 REVOKED_KEY = Refusal(Reason.key_revoked, "API key has been revoked")
 WRONG_ENVIRONMENT = Refusal(Reason.key_scope_denied, "API key is not valid in this environment")
+STORE_DOWN = Refusal(Reason.keystore_unavailable, "key store unavailable; try again shortly",
+                     headers=((b"retry-after", b"1"),))
 NO_TENANT = Refusal(Reason.invalid_credentials, "API key belongs to no configured tenant")
 
 
@@ -71,7 +76,11 @@ class ApiKeyAuthenticator:
             return INVALID
         entry = self.cache.fresh(parsed.key_id)
         if entry is MISS:
-            entry = await self.cache.load(parsed.key_id)
+            try:
+                entry = await self.cache.load(parsed.key_id)
+            except Exception:  # noqa: BLE001 - any store failure: refuse cleanly, never a 500
+                log.warning("key store lookup failed", exc_info=True)
+                return STORE_DOWN
         if entry is None or not keyformat.matches(parsed, entry.hash):
             return INVALID
         # Only the holder of the right secret learns the key's state.
