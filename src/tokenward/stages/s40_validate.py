@@ -1,0 +1,68 @@
+"""Validation: the request body, strictly decoded, bounded by the plan and normalized.
+
+Reads the body the entitlement stage left (it may have rewritten it), and leaves:
+
+- ``ctx.request``: the ``NormalizedRequest`` (typed body, outer items, candidates,
+  clamped output, attachments) the work stage counts;
+- ``ctx.payload``: the body as a dict (the forwarder reads model and stream from it);
+- ``ctx.body``: unchanged unless validation changed something (a clamped
+  ``max_tokens``, normalized text): then the re-encoded request, so the backend reads
+  exactly what screening and counting saw. A body nothing changed is never re-serialized.
+
+The decision record gets the counts: hidden characters stripped, texts normalized, and
+each clamped field with the value the client asked for.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..errors import Refusal
+from ..pipeline.stage import BaseStage
+from ..tokenize.registry import shared_registry
+from ..validation.plan import features_of, plan_of
+from ..validation.request import Validator
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+_encode = msgspec.json.encode
+_decode = msgspec.json.decode
+
+
+class ValidationStage(BaseStage):
+    name = "validation"
+
+    def __init__(self, vocab_sizes: dict[str, int]) -> None:
+        self.validator = Validator(vocab_sizes)
+        self.paths = frozenset(self.validator.routes)
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:
+        path = ctx.route.path if ctx.route is not None else ctx.path
+        if path not in self.paths:
+            return None  # a route without a body (GET /v1/models)
+        plan = plan_of(ctx)
+        try:
+            request = self.validator.validate(path, ctx.body, plan, features_of(ctx, plan))
+        except Refusal as refusal:
+            return refusal
+        if request.changed:
+            ctx.body = _encode(request.body)
+        ctx.payload = _decode(ctx.body)
+        ctx.request = request
+        ctx.model = request.model
+        ctx.stream = request.stream
+        if request.hidden_characters:
+            ctx.note("hidden_characters", request.hidden_characters)
+        if request.normalized_texts:
+            ctx.note("normalized_texts", request.normalized_texts)
+        if request.clamped:
+            ctx.note("clamped", dict(request.clamped))
+        return None
+
+
+def build(services) -> ValidationStage:
+    registry = shared_registry(services)
+    return ValidationStage({model: counter.vocab_size for model, counter in registry.counters.items()})

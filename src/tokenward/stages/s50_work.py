@@ -1,0 +1,90 @@
+"""Work: what the request may cost at worst, in tokens, before anyone reserves it.
+
+Prompt tokens are counted with the model's tokenizer (``tokenize``; ``estimate`` is a
+never-undercounting bound). Then:
+
+- ``context_too_large`` when the largest outer item's prompt plus the clamped output
+  exceeds the smaller of the plan's ``max_context_tokens`` and the model's
+  ``context_window``;
+- aggregate work = candidates x (sum of the items' input tokens + items x max output)
+  + surcharges (the plan's ``structured_output_surcharge`` for a constrained output,
+  each attachment's surcharge and size bound); with equal items that is the familiar
+  items x max(n, best_of) x (input + max output) + surcharges;
+- ``aggregate_work_limit`` when that exceeds the plan's ``max_request_work``.
+
+The result is ``ctx.work`` (``pipeline.results.Work``); the admission stage reserves its
+``reserve_tokens``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..config.schema import ModelConfig
+from ..errors import Reason, Refusal
+from ..pipeline.results import Work
+from ..pipeline.stage import BaseStage
+from ..tokenize.counters import Counter
+from ..tokenize.registry import shared_registry
+from ..tokenize.requests import prompt_tokens
+from ..validation.plan import plan_of
+from ..validation.result import NormalizedRequest
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+_INPUT_FIELD = {"chat": "messages", "completions": "prompt", "embeddings": "input"}
+
+
+class WorkStage(BaseStage):
+    name = "work"
+
+    def __init__(self, models: dict[str, ModelConfig], counters: dict[str, Counter]) -> None:
+        self.windows = {name: spec.context_window for name, spec in models.items()}
+        self.counters = counters
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:
+        request = ctx.request
+        if not isinstance(request, NormalizedRequest):
+            return None  # a route validation does not cover (GET /v1/models)
+        counter = self.counters[request.model]
+        items = prompt_tokens(request, counter)
+        plan = plan_of(ctx)
+        max_out = request.max_output_tokens
+        limit = min(plan.max_context_tokens, self.windows[request.model])
+        largest = max(items)
+        if largest + max_out > limit:
+            return Refusal(
+                Reason.context_too_large,
+                f"This request needs {largest} prompt tokens plus {max_out} output tokens; "
+                f"the limit is {limit} tokens", param=_INPUT_FIELD[request.route])
+        input_tokens = sum(items)
+        surcharge = request.attachment_tokens
+        if request.structured_output:
+            surcharge += plan.structured_output_surcharge
+        outer = len(items)
+        reserve = request.candidates * (input_tokens + outer * max_out) + surcharge
+        if reserve > plan.max_request_work:
+            return Refusal(
+                Reason.aggregate_work_limit,
+                f"This request may cost {reserve} tokens of work ({outer} items x {request.candidates} "
+                f"candidates x (input + {max_out} output) + {surcharge}); the plan allows {plan.max_request_work}",
+                param=_work_param(request, outer))
+        ctx.work = Work(input_tokens=input_tokens, max_output_tokens=max_out, outer_items=outer,
+                        candidates=request.candidates, surcharge=surcharge, reserve_tokens=reserve,
+                        tokenizer=counter.spec)
+        return None
+
+
+def _work_param(request: NormalizedRequest, outer: int) -> str:
+    """The field that multiplies the work most, for the error's ``param``."""
+    if outer > 1:
+        return _INPUT_FIELD[request.route]
+    if request.candidates > 1:
+        return "best_of" if getattr(request.body, "best_of", None) == request.candidates else "n"
+    return "max_tokens" if request.max_output_tokens else _INPUT_FIELD[request.route]
+
+
+def build(services) -> WorkStage:
+    registry = shared_registry(services)
+    return WorkStage(services.config.models, registry.counters)

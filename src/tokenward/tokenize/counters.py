@@ -1,0 +1,115 @@
+"""Token counters: exact (tiktoken, a model's tokenizer.json) or a safe upper bound.
+
+Every counter has the same shape: ``count(text)``, ``count_raw(json_bytes)``, a
+``vocab_size`` (token ids in prompts are checked against it) and the chat formatting
+overheads a chat template adds around each message and before the reply.
+
+``estimate`` is an upper bound that never undercounts: the UTF-8 length in bytes. Every
+token of a byte-level BPE vocabulary (tiktoken's, GPT-2/Llama-3/Qwen-style
+``tokenizer.json``) stands for at least one byte of the text, so a text of B bytes
+encodes to at most B tokens; SentencePiece vocabularies with byte fallback obey the same
+bound plus at most one dummy-prefix token per text, which the per-message overhead
+covers. Its overheads (8 per message, 8 for the reply) are at least those of the OpenAI
+chat format (3 and 3) and of ChatML / Llama-3 templates (4 to 5 special tokens).
+
+Exact counters cache counts of longer texts (system prompts and conversation history
+are sent again on every turn). The cache key is the text's hash and length, never the
+text, so no prompt is kept in memory; the hash is Python's per-process keyed SipHash.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+# Large enough for a busy gateway's working set of repeated texts, small in memory.
+_CACHE_ENTRIES = 8192
+_CACHE_MIN_CHARS = 64
+# Token ids without a known vocabulary are at least bounded to what backends store (int32).
+UNKNOWN_VOCAB = 2**31 - 1
+
+
+class Counter:
+    spec = "estimate"
+    kind = "estimate"
+    vocab_size = UNKNOWN_VOCAB
+    message_overhead = 8
+    name_overhead = 1
+    reply_overhead = 8
+
+    def count(self, text: str) -> int:
+        raise NotImplementedError
+
+    def count_raw(self, raw: bytes) -> int:
+        """Tokens of JSON text the template renders into the prompt (tools, schemas)."""
+        return self.count(raw.decode("utf-8", "replace"))
+
+
+class EstimateCounter(Counter):
+    def __init__(self, spec: str = "estimate", vocab_size: int | None = None) -> None:
+        self.spec = spec
+        if vocab_size is not None:
+            self.vocab_size = vocab_size
+
+    def count(self, text: str) -> int:
+        return len(text) if text.isascii() else len(text.encode())
+
+    def count_raw(self, raw: bytes) -> int:
+        return len(raw)
+
+
+class _CachedCounter(Counter):
+    """An exact counter with a bounded count cache keyed by (hash, length)."""
+
+    def __init__(self, spec: str, encode_len: Callable[[str], int], vocab_size: int) -> None:
+        self.spec = spec
+        self.vocab_size = vocab_size
+        self._encode_len = encode_len
+        self._cache: dict[tuple[int, int], int] = {}
+
+    def count(self, text: str) -> int:
+        size = len(text)
+        if size < _CACHE_MIN_CHARS:
+            return self._encode_len(text)
+        key = (hash(text), size)
+        cache = self._cache
+        hit = cache.get(key)
+        if hit is not None:
+            return hit
+        tokens = self._encode_len(text)
+        if len(cache) >= _CACHE_ENTRIES:
+            del cache[next(iter(cache))]  # oldest first
+        cache[key] = tokens
+        return tokens
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+
+class TiktokenCounter(_CachedCounter):
+    kind = "tiktoken"
+    # OpenAI's published chat accounting: 3 tokens per message, 1 per name, 3 to prime the reply.
+    message_overhead = 3
+    name_overhead = 1
+    reply_overhead = 3
+
+    def __init__(self, spec: str, encoding) -> None:
+        encode = encoding.encode_ordinary
+        super().__init__(spec, lambda text: len(encode(text)), encoding.n_vocab)
+        self.encoding = encoding
+
+
+class HfCounter(_CachedCounter):
+    kind = "hf"
+    # Chat templates differ per model; these cover ChatML and Llama-3 style headers.
+    message_overhead = 8
+    name_overhead = 4
+    reply_overhead = 8
+
+    def __init__(self, spec: str, tokenizer) -> None:
+        encode = tokenizer.encode
+
+        def encode_len(text: str) -> int:
+            return len(encode(text, add_special_tokens=False))
+
+        super().__init__(spec, encode_len, tokenizer.get_vocab_size(with_added_tokens=True))
+        self.tokenizer = tokenizer

@@ -1,0 +1,70 @@
+"""One token counter per model, built once at start-up from ``models.<name>.tokenizer``.
+
+Specs:
+
+- ``tiktoken:<encoding>``: ``cl100k_base``, ``o200k_base`` (any encoding tiktoken knows
+  whose vocabulary file is available locally, see ``tiktoken_files``);
+- ``hf:<path to tokenizer.json>``: a served model's own tokenizer, via ``tokenizers``
+  (a relative path is relative to the working directory);
+- ``estimate`` or ``estimate:<vocab size>``: the UTF-8 byte upper bound; the optional
+  vocabulary size bounds token ids sent as prompts.
+
+A spec that cannot be loaded is a ``ConfigError`` naming the model, raised at start-up,
+never on a request. Models sharing a spec share one counter.
+"""
+
+from __future__ import annotations
+
+from ..config.schema import Config
+from ..errors import ConfigError
+from .counters import Counter, EstimateCounter, HfCounter, TiktokenCounter
+from .tiktoken_files import load_encoding
+
+EXTRAS_KEY = "tokenizers"
+
+
+def build_counter(spec: str) -> Counter:
+    kind, _, arg = spec.partition(":")
+    if kind == "estimate":
+        if not arg:
+            return EstimateCounter(spec)
+        if not arg.isdigit() or int(arg) < 1:
+            raise ConfigError("", f"estimate:<vocab size> needs a positive integer, got {arg!r}")
+        return EstimateCounter(spec, int(arg))
+    if kind == "tiktoken" and arg:
+        return TiktokenCounter(spec, load_encoding(arg))
+    if kind == "hf" and arg:
+        from tokenizers import Tokenizer
+
+        try:
+            return HfCounter(spec, Tokenizer.from_file(arg))
+        except Exception as exc:  # tokenizers raises its own Exception type for bad files
+            raise ConfigError("", f"cannot load tokenizer.json {arg!r}: {exc}") from None
+    raise ConfigError("", f"unknown tokenizer {spec!r} (expected tiktoken:<encoding>, hf:<path>, or estimate)")
+
+
+class TokenizerRegistry:
+    def __init__(self, config: Config) -> None:
+        by_spec: dict[str, Counter] = {}
+        self.counters: dict[str, Counter] = {}
+        for model, spec in sorted((m, c.tokenizer) for m, c in config.models.items()):
+            counter = by_spec.get(spec)
+            if counter is None:
+                try:
+                    counter = build_counter(spec)
+                except ConfigError as exc:
+                    raise ConfigError(f"models.{model}.tokenizer", exc.message) from None
+                by_spec[spec] = counter
+            self.counters[model] = counter
+
+    def for_model(self, model: str) -> Counter | None:
+        return self.counters.get(model)
+
+
+def shared_registry(services) -> TokenizerRegistry:
+    """The registry of this gateway, built by whichever stage asks first."""
+    registry = services.extras.get(EXTRAS_KEY)
+    if registry is None:
+        registry = TokenizerRegistry(services.config)
+        services.extras[EXTRAS_KEY] = registry
+    return registry

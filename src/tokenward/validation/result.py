@@ -1,0 +1,45 @@
+"""What validation leaves for the stages after it: the normalized, bounded request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class Findings:
+    """Facts gathered while one request is checked (mutable, private to validation)."""
+
+    __slots__ = ("attachments", "constrained", "extra_raw", "embed_tokens", "clamped")
+
+    def __init__(self) -> None:
+        self.attachments: list[Any] = []
+        self.constrained = False          # structured output of any kind was asked for
+        self.extra_raw: list[bytes] = []  # JSON the template renders into the prompt (vLLM documents)
+        self.embed_tokens: list[int] = []  # upper bound of tokens of each prompt_embeds entry
+        self.clamped: dict[str, int] = {}  # field -> the value the client asked for
+
+
+class NormalizedRequest(msgspec.Struct, frozen=True):
+    """The validation stage's result (``ctx.request``).
+
+    ``body`` is the typed request (a ``schemas`` Struct) holding the normalized text,
+    exactly what is forwarded; later stages read it and never change it.
+    """
+
+    route: str                        # "chat" | "completions" | "embeddings"
+    model: str
+    body: Any
+    outer_items: int = 1
+    candidates: int = 1               # max(n, best_of)
+    max_output_tokens: int = 0        # clamped, per choice; 0 for embeddings
+    stream: bool = False
+    structured_output: bool = False
+    attachments: tuple[Any, ...] = ()
+    attachment_tokens: int = 0        # upper bound of what the attachments add
+    extra_raw: tuple[bytes, ...] = ()
+    embed_tokens: tuple[int, ...] = ()  # per prompt_embeds entry (each is an outer item)
+    hidden_characters: int = 0        # stripped
+    normalized_texts: int = 0         # texts changed by normalization
+    clamped: tuple[tuple[str, int], ...] = ()  # (field, value the client asked for)
+    changed: bool = False             # the forwarded body differs from the client's

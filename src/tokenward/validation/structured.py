@@ -1,0 +1,125 @@
+"""Structured output policy: JSON schemas under caps, regex-style constraints off by default.
+
+A JSON schema (``response_format.json_schema.schema``, a tool's ``parameters``,
+vLLM's ``guided_json`` / ``structured_outputs.json``) is compiled into a grammar by the
+backend, so it is decoded under the plan's ``max_schema_bytes`` / ``max_schema_depth``
+before it is forwarded. ``json_schema`` response formats need the ``structured_output``
+feature (the entitlement stage's name for it; it refuses first when it runs).
+
+Regular expressions are refused unless the plan's ``features`` contain ``guided_regex``:
+backends compile them without a timeout (GHSA-48jh-3gj7-fg8v). That covers
+``guided_regex``, ``structured_outputs.regex``, whitespace patterns, and the
+``pattern`` / ``patternProperties`` keywords inside any JSON schema (found by walking the
+schema as a schema, so a *property named* ``pattern`` is not mistaken for the keyword).
+
+Agents send the same tool schemas on every call, so each verdict is cached by the
+schema's bytes (no request text is kept: schemas are the caller's code, not a prompt).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import msgspec
+from msgspec import UNSET
+
+from ..config.schema import PlanConfig
+from ..errors import Reason, Refusal
+from .bounded import decode_free_form
+from .result import Findings
+from .schemas import JsonObjectFormat, JsonSchemaFormat, NamedToolChoice
+
+REGEX_FEATURE = "guided_regex"
+JSON_SCHEMA_FEATURE = "structured_output"
+# Keywords whose value maps names to schemas, and keywords whose value is data, not schema.
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
+_DATA = frozenset({"enum", "const", "default", "examples", "example", "required", "description", "title"})
+
+
+def denied(param: str, why: str) -> Refusal:
+    return Refusal(Reason.structured_output_denied, f"{param}: {why}", param=param)
+
+
+def _regex_keyword(schema: Any) -> str | None:
+    """Where a ``pattern`` / ``patternProperties`` keyword sits in a schema, if anywhere."""
+    stack: list[tuple[Any, str]] = [(schema, "")]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, list):
+            stack.extend((item, f"{where}[{i}]") for i, item in enumerate(node))
+            continue
+        if not isinstance(node, dict):
+            continue
+        for key, value in node.items():
+            here = f"{where}.{key}" if where else key
+            if key == "patternProperties" or (key == "pattern" and isinstance(value, str)):
+                return here
+            if key in _DATA:
+                continue
+            if key in _SCHEMA_MAPS and isinstance(value, dict):
+                stack.extend((sub, f"{here}.{name}") for name, sub in value.items())
+            elif isinstance(value, (dict, list)):
+                stack.append((value, here))
+    return None
+
+
+def _verdict(raw: bytes, param: str, max_bytes: int, max_depth: int, allow_regex: bool) -> Refusal | None:
+    try:
+        value = decode_free_form(msgspec.Raw(raw), param, max_bytes, max_depth)
+        if isinstance(value, str):
+            # vLLM also takes a schema serialized into a JSON string.
+            value = decode_free_form(msgspec.Raw(value.encode()), param, max_bytes, max_depth)
+    except Refusal as refusal:
+        return refusal
+    if not allow_regex:
+        where = _regex_keyword(value)
+        if where is not None:
+            return denied(param, f"regular expressions in schemas ({where}) are not enabled on this plan")
+    return None
+
+
+# Only small schemas are cached, so the cache holds at most a few megabytes.
+_CACHEABLE_BYTES = 4096
+_cached_verdict = lru_cache(maxsize=1024)(_verdict)
+
+
+def check_schema(raw: msgspec.Raw, param: str, plan: PlanConfig, features: frozenset[str]) -> None:
+    verdict = _cached_verdict if len(raw) <= _CACHEABLE_BYTES else _verdict
+    refusal = verdict(bytes(raw), param, plan.max_schema_bytes, plan.max_schema_depth,
+                      REGEX_FEATURE in features)
+    if refusal is not None:
+        # A fresh exception each time: a cached one would collect every raise's traceback.
+        raise Refusal(refusal.reason, refusal.message, param=refusal.param)
+
+
+def check_text_constraint(value: str, param: str, plan: PlanConfig, feature: str,
+                          features: frozenset[str]) -> None:
+    """A regex or grammar: only with its feature, and no larger than a schema may be."""
+    if feature not in features:
+        raise denied(param, f"{feature} constraints are not enabled on this plan")
+    if len(value) > plan.max_schema_bytes:
+        raise Refusal(Reason.invalid_field, f"{param} is longer than {plan.max_schema_bytes} characters",
+                      param=param)
+
+
+def check_standard(req: Any, plan: PlanConfig, features: frozenset[str], findings: Findings) -> None:
+    """``response_format``, tool parameter schemas and forcing tool choices."""
+    fmt = req.response_format
+    if isinstance(fmt, JsonSchemaFormat):
+        if JSON_SCHEMA_FEATURE not in features:
+            raise denied("response_format", "json_schema response formats are not enabled on this plan")
+        if fmt.json_schema.schema is not UNSET:
+            check_schema(fmt.json_schema.schema, "response_format.json_schema.schema", plan, features)
+        findings.constrained = True
+    elif isinstance(fmt, JsonObjectFormat):
+        findings.constrained = True
+    tools = getattr(req, "tools", None)
+    if tools:
+        for i, tool in enumerate(tools):
+            params = tool.function.parameters
+            if params is not UNSET:
+                check_schema(params, f"tools[{i}].function.parameters", plan, features)
+        choice = req.tool_choice
+        if choice == "required" or isinstance(choice, NamedToolChoice):
+            findings.constrained = True
