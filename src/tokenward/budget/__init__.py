@@ -1,0 +1,1 @@
+"""Budgets: pure arithmetic (policy), storage (memory, Redis), leases and admission."""

@@ -1,0 +1,199 @@
+"""Admission against budgets: one reservation per request, settled exactly once.
+
+``Admitter`` is what the admission stage calls; it knows nothing of HTTP. A request is
+reserved in the tenant's namespace and, when the model or upstream has a configured
+capacity, in that capacity's namespace too. The two live in different hash slots, so
+they are two atomic script calls sent in one pipelined round trip; a request is admitted
+only if both reserved, and a half that reserved alone is voided at once. Neither half can
+over-admit its own budget; a crash between the two leaves leases that the reconciler
+settles. Settle is again one round trip for both halves.
+
+Failure policy: the shared store sits behind a breaker with a short timeout. When it is
+unreachable, a tier configured to fail open is admitted against a process-local memory
+store holding ``store.fail_open_fraction`` of every limit; every other tier is refused
+with ``budget_store_unavailable``. When the store answers again, the breaker closes by
+itself and settles that had to wait are finished by the lease keeper.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import time
+from typing import Callable
+
+from ..config.schema import Config, PlanConfig
+from ..errors import Reason
+from . import policy
+from .guard import Breaker
+from .leases import Guarded, LeaseKeeper, Ticket
+from .limits import REASONS, Budgets, TenantBudget, tenant_namespace
+from .memory import MemoryStore
+from .policy import Outcome
+from .reconcile import Reconciler
+from .store import BudgetStore, ReserveCall, SettleCall, StoreUnavailable
+
+
+class Decision:
+    __slots__ = ("ticket", "reason", "limit", "retry_after", "terminal", "headers", "shadow", "limits", "local")
+
+    def __init__(self, ticket: Ticket | None = None, reason: Reason | None = None, limit: str | None = None,
+                 retry_after: int | None = None, terminal: bool = False,
+                 headers: list[tuple[bytes, bytes]] | None = None, shadow: tuple[str, ...] = (),
+                 limits: tuple[str, ...] = (), local: bool = False) -> None:
+        self.ticket = ticket
+        self.reason = reason
+        self.limit = limit
+        self.retry_after = retry_after
+        self.terminal = terminal
+        self.headers = headers or []
+        self.shadow = shadow
+        self.limits = limits
+        self.local = local
+
+    @property
+    def admitted(self) -> bool:
+        return self.ticket is not None
+
+
+UNAVAILABLE = Decision(reason=Reason.budget_store_unavailable)
+
+
+class Admitter:
+    def __init__(self, config: Config, store: BudgetStore, clock: Callable[[], float] = time.time,
+                 breaker: Breaker | None = None) -> None:
+        cfg = config.store
+        self.config = config
+        self._clock = clock
+        self.lease_ms = int(cfg.lease_s * 1000)
+        shared_is_local = isinstance(store, MemoryStore)
+        self.shared = Guarded(store, None if shared_is_local else (breaker or Breaker()))
+        self.budgets = Budgets(config)
+        self.all_open = cfg.failure_policy == "open"
+        self.open_tiers = frozenset(cfg.fail_open_tiers)
+        self.local = Guarded(MemoryStore(), None)
+        self.local_budgets = Budgets(config, cfg.fail_open_fraction)
+        self._seen: set[str] = set()
+        reconcilers = [(self.shared, Reconciler(store, self._namespaces, clock))]
+        if not shared_is_local:
+            reconcilers.append((self.local, Reconciler(self.local.store, self._namespaces, clock)))
+        self.keeper = LeaseKeeper(cfg.lease_s, clock, reconcilers)
+        self._background: set[asyncio.Task] = set()
+        self._id_prefix = os.urandom(6).hex()
+        self._ids = itertools.count(1)
+
+    def _namespaces(self) -> list[str]:
+        prefix = self.config.store.key_prefix
+        known = {tenant_namespace(prefix, t) for t in self.config.tenants} | self._seen
+        return sorted(known) + self.budgets.capacity_namespaces()
+
+    def now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    async def reserve(self, tenant: str, tier: str, plan: PlanConfig, key_id: str | None, model: str | None,
+                      upstream: str | None, tokens: int, cost: int) -> Decision:
+        now_ms = self.now_ms()
+        rid = self._id_prefix + format(next(self._ids), "x")
+        guarded, budgets = self.shared, self.budgets
+        parts = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+        outcomes = None
+        if guarded.allow():
+            try:
+                outcomes = await guarded.call(guarded.store.reserve, [call for _, call in parts])
+            except StoreUnavailable:
+                # It may have reserved before the answer was lost: void it once the store is back.
+                self.keeper.retry_later(guarded, [_void(call, now_ms) for _, call in parts])
+            except BaseException:
+                # Cancelled (the client left) with the reservation perhaps made: void it now,
+                # outside this request's task, rather than hold it until its lease ends.
+                self._in_background(self._settle_calls(guarded, [_void(call, now_ms) for _, call in parts]))
+                raise
+        if outcomes is None:
+            if not (self.all_open or tier in self.open_tiers):
+                return UNAVAILABLE
+            guarded, budgets = self.local, self.local_budgets
+            parts = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+            outcomes = await guarded.store.reserve([call for _, call in parts])
+        return await self._decide(guarded, rid, parts, outcomes, now_ms)
+
+    def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None, model: str | None,
+               upstream: str | None, tokens: int, cost: int, rid: str,
+               now_ms: int) -> list[tuple[TenantBudget, ReserveCall]]:
+        lease_until = now_ms + self.lease_ms
+        budget = budgets.tenant(tenant, plan, key_id, now_ms)
+        if tenant not in self.config.tenants and len(self._seen) < 10_000:
+            self._seen.add(budget.layout.namespace)
+        parts = [(budget, ReserveCall(budget.layout, rid, now_ms, lease_until, budget.amounts(tokens, cost)))]
+        capacity = budgets.capacity(tenant, model, upstream, plan.shadow)
+        if capacity is not None:
+            parts.append((capacity, ReserveCall(capacity.layout, rid, now_ms, lease_until,
+                                                capacity.amounts(tokens, cost))))
+        return parts
+
+    async def _decide(self, guarded: Guarded, rid: str, parts: list[tuple[TenantBudget, ReserveCall]],
+                      outcomes: list[Outcome], now_ms: int) -> Decision:
+        names = parts[0][0].names if len(parts) == 1 else tuple(n for budget, _ in parts for n in budget.names)
+        shadow: tuple[str, ...] = ()
+        refused = None
+        for (budget, _), o in zip(parts, outcomes):
+            if o.shadow:
+                shadow += tuple(budget.names[i] for i in o.shadow)
+            if not o.ok and refused is None:
+                refused = (budget, o)
+        local = guarded is self.local
+        if refused is None:
+            ticket = Ticket(rid, guarded.store, [(budget.layout, budget.layout.record_key(rid)) for budget, _ in parts])
+            self.keeper.hold(ticket)
+            return Decision(ticket, headers=parts[0][0].headers(outcomes[0].levels), shadow=shadow,
+                            limits=names, local=local)
+        voids = [_void(call, now_ms) for (_, call), o in zip(parts, outcomes) if o.ok]
+        if voids:
+            await self._settle_calls(guarded, voids)
+        budget, outcome = refused
+        limit = budget.names[outcome.failed]
+        reason = REASONS[limit]
+        retry = policy.retry_after_s(outcome.retry_ms) if reason in (Reason.token_budget, Reason.rate_limited) else None
+        terminal = reason is Reason.spend_cap or (reason is Reason.token_budget and retry is None)
+        return Decision(reason=reason, limit=limit, retry_after=retry, terminal=terminal, shadow=shadow,
+                        limits=names, local=local)
+
+    async def settle(self, ticket: Ticket, tokens: int, cost: int, mode: str) -> bool:
+        """Settle a held reservation once; False if it was already settled."""
+        if ticket.settled:
+            return False
+        ticket.settled = True
+        self.keeper.release(ticket)
+        now_ms = self.now_ms()
+        rid = ticket.reservation_id
+        calls = [SettleCall(layout.leases_key, rid, record_key, layout.keys, now_ms, tokens, cost, mode, layout)
+                 for layout, record_key in ticket.parts]
+        guarded = self.local if ticket.store is self.local.store else self.shared
+        await self._settle_calls(guarded, calls)
+        return True
+
+    async def _settle_calls(self, guarded: Guarded, calls: list[SettleCall]) -> None:
+        if not guarded.allow():
+            self.keeper.retry_later(guarded, calls)
+            return
+        try:
+            await guarded.call(guarded.store.settle, calls)
+        except StoreUnavailable:
+            self.keeper.retry_later(guarded, calls)
+
+    def _in_background(self, coro) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def close(self) -> None:
+        if self._background:
+            await asyncio.wait(self._background, timeout=self.config.store.timeout_ms / 1000 + 1)
+        await self.keeper.close()
+        await self.shared.store.close()
+
+
+def _void(call: ReserveCall, now_ms: int) -> SettleCall:
+    layout = call.layout
+    return SettleCall(layout.leases_key, call.reservation_id, layout.record_key(call.reservation_id), layout.keys,
+                      now_ms, 0, 0, policy.VOID, layout)

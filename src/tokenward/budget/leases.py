@@ -1,0 +1,156 @@
+"""Keeping this process's reservations alive, and finishing settles the store missed.
+
+One background task per process (not per request) wakes every ``lease_s / 3``:
+
+- renews the lease of every reservation this process still holds (one pipelined write per
+  store), so a stream that runs for an hour keeps its reservation;
+- retries settles that failed while the store was unreachable (each is idempotent by
+  reservation id, so a retry that races a late success is harmless); one that outlives
+  its lease is left to the reconciler, which charges it in full;
+- runs the reconciler for leases that expired anywhere (a dead replica's).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import defaultdict
+from typing import Any, Awaitable, Callable, TypeVar
+
+from .guard import Breaker
+from .reconcile import Reconciler
+from .store import BudgetStore, LeaseRenewal, SettleCall, StoreUnavailable
+
+log = logging.getLogger("tokenward.budget")
+T = TypeVar("T")
+
+
+class Ticket:
+    """A reservation this process holds: where, and how to settle it exactly once."""
+
+    __slots__ = ("reservation_id", "store", "parts", "settled")
+
+    def __init__(self, reservation_id: str, store: BudgetStore, parts: list) -> None:
+        self.reservation_id = reservation_id
+        self.store = store
+        self.parts = parts          # [(layout, record_key)] per namespace reserved in
+        self.settled = False
+
+
+class Guarded:
+    """A store and its breaker (None for a store that cannot fail: the memory store)."""
+
+    __slots__ = ("store", "breaker")
+
+    def __init__(self, store: BudgetStore, breaker: Breaker | None) -> None:
+        self.store = store
+        self.breaker = breaker
+
+    def allow(self) -> bool:
+        return self.breaker is None or self.breaker.allow()
+
+    async def call(self, method: Callable[..., Awaitable[T]], *args: Any) -> T:
+        """Call a store method (after ``allow()``), telling the breaker how it went."""
+        breaker = self.breaker
+        if breaker is None:
+            return await method(*args)
+        try:
+            result = await method(*args)
+        except StoreUnavailable:
+            breaker.failure()
+            raise
+        except BaseException:
+            breaker.abandon()   # a cancelled probe must not hold the breaker open forever
+            raise
+        breaker.success()
+        return result
+
+
+class LeaseKeeper:
+    MAX_PENDING = 10_000
+
+    def __init__(self, lease_s: float, clock: Callable[[], float], reconcilers: list[tuple[Guarded, Reconciler]]) -> None:
+        self.lease_ms = int(lease_s * 1000)
+        self.interval_s = max(lease_s / 3, 0.01)
+        self._clock = clock
+        self._reconcilers = reconcilers
+        self.open: dict[str, Ticket] = {}
+        self.pending: list[tuple[Guarded, SettleCall]] = []
+        self._task: asyncio.Task | None = None
+        self._closing = False
+
+    def start(self) -> None:
+        """Start the background task (needs a running loop); every replica runs it from start-up,
+        so one that holds nothing still reconciles the leases of one that died."""
+        if self._task is None and not self._closing:
+            self._task = asyncio.get_running_loop().create_task(self._run(), name="tokenward-leases")
+
+    def hold(self, ticket: Ticket) -> None:
+        self.open[ticket.reservation_id] = ticket
+        if self._task is None:
+            self.start()
+
+    def release(self, ticket: Ticket) -> None:
+        self.open.pop(ticket.reservation_id, None)
+
+    def retry_later(self, guarded: Guarded, calls: list[SettleCall]) -> None:
+        self.pending.extend((guarded, call) for call in calls)
+        if len(self.pending) > self.MAX_PENDING:
+            # The oldest are past their lease by now: the reconciler settles those in full.
+            del self.pending[: len(self.pending) - self.MAX_PENDING]
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.interval_s)
+            try:
+                await self.tick()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the keeper must outlive any one bad tick
+                log.exception("lease keeper tick failed")
+
+    async def tick(self) -> None:
+        await self._renew()
+        await self._retry_pending()
+        for guarded, reconciler in self._reconcilers:
+            if guarded.allow():
+                try:
+                    await guarded.call(reconciler.run_once)
+                except StoreUnavailable:
+                    pass
+
+    async def _renew(self) -> None:
+        until = int(self._clock() * 1000) + self.lease_ms
+        by_store: dict[int, tuple[BudgetStore, dict[str, list[str]]]] = {}
+        for ticket in self.open.values():
+            _, groups = by_store.setdefault(id(ticket.store), (ticket.store, defaultdict(list)))
+            for layout, _record in ticket.parts:
+                groups[layout.leases_key].append(ticket.reservation_id)
+        for store, groups in by_store.values():
+            try:
+                await store.renew([LeaseRenewal(key, until, ids) for key, ids in groups.items()])
+            except StoreUnavailable:
+                pass  # the lease runs on; the next tick tries again
+
+    async def _retry_pending(self) -> None:
+        pending, self.pending = self.pending, []
+        now_ms = int(self._clock() * 1000)
+        for guarded, call in pending:
+            if not guarded.allow():
+                self.pending.append((guarded, call))
+                continue
+            try:
+                await guarded.call(guarded.store.settle, [call._replace(now_ms=now_ms)])
+            except StoreUnavailable:
+                self.pending.append((guarded, call))
+
+    async def close(self) -> None:
+        self._closing = True
+        if self._task is not None:
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+            self._task = None
+

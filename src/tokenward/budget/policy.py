@@ -1,0 +1,262 @@
+"""Budget arithmetic, pure: no I/O and no clock (``now_ms`` is always passed in).
+
+One reservation is a list of *checks*, each against one stored value, applied all or
+nothing. The Lua scripts in ``lua/`` mirror ``reserve`` and ``settle`` step for step; the
+contract suite runs the same operations on both stores and compares every number.
+
+Check kinds (``kind``) and what their stored value is:
+
+- ``B`` bucket: ``(level, ts_ms)``, refilled continuously. Levels are integers in scaled
+  units, ``SCALE`` per unit of amount, so a limit of L per minute refills exactly L scaled
+  units per millisecond: the arithmetic is exact, with no float drift. A missing bucket
+  is full. ``p1`` = capacity (scaled), ``p2`` = refill per ms.
+- ``P`` soft bucket: a bucket that takes what it has (up to the amount) and carries the
+  rest to the next check, which must then take it: a tenant's guaranteed share of a
+  service capacity, backed by the shared reserve that follows it. Both carry the same
+  total amount; at settle the soft check is attributed the actual amount first.
+- ``G`` gauge: a count of what is outstanding (open streams, in-flight tokens), given
+  back in full at settle. ``p1`` = maximum.
+- ``S`` spend: what a period (day, month) has spent, adjusted to the actual cost at
+  settle. ``p1`` = cap, ``p2`` = when the period's key may expire (epoch ms).
+
+Units (``unit``) say which actual amount a check settles against: ``t`` tokens, ``c``
+cost units (micro-USD), ``r`` one request (never refunded: the request was made),
+``s`` a slot (given back).
+
+Settle modes: ``s`` settle on known usage, ``f`` charge in full (usage unknown), ``z``
+void (undo every debit: a reservation that was never used, e.g. compensation), ``x``
+charge in full only if the lease has expired (the reconciler).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from typing import NamedTuple, Sequence
+
+SCALE = 60_000  # milliseconds per minute: a per-minute limit refills that many scaled units per ms
+
+BUCKET, SOFT, GAUGE, SPEND = "B", "P", "G", "S"
+TOKENS, COST, REQUEST, SLOT = "t", "c", "r", "s"
+SETTLE, FULL, VOID, EXPIRED = "s", "f", "z", "x"
+
+
+class Check(NamedTuple):
+    """One check of a reservation: which stored value, and its limit. Amounts come per call."""
+
+    key: str
+    kind: str
+    unit: str
+    p1: int
+    p2: int
+    enforce: int   # 1 = enforced, 0 = shadow (recorded as would-reject, never refused)
+
+
+class Outcome(NamedTuple):
+    ok: bool
+    failed: int                # index of the first enforced check that did not fit, or -1
+    retry_ms: int              # honest wait until every failed bucket fits; -1 = no honest value
+    shadow: tuple[int, ...]    # indices of shadow checks that would have refused
+    levels: tuple[int, ...]    # per check after the call: bucket level (scaled), gauge count, spent
+
+
+def refill(state: tuple[int, int] | None, cap: int, rate: int, now_ms: int) -> tuple[int, int]:
+    """A bucket's level at ``now_ms`` and the timestamp to store with it.
+
+    A clock behind the stored timestamp (another replica's) refills nothing and never
+    moves the timestamp back.
+    """
+    if state is None:
+        return cap, now_ms
+    level, ts = state
+    if now_ms <= ts:
+        return level, ts
+    level += (now_ms - ts) * rate
+    return (cap if level > cap else level), now_ms
+
+
+def wait_ms(deficit: int, rate: int) -> int:
+    """Whole milliseconds until a bucket refilling ``rate`` per ms gains ``deficit``."""
+    return -(-deficit // rate) if rate > 0 else -1
+
+
+def retry_after_s(retry_ms: int) -> int | None:
+    """Whole seconds for Retry-After, rounded up so a client that honours it succeeds."""
+    if retry_ms < 0:
+        return None
+    return max(1, -(-retry_ms // 1000))
+
+
+def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int],
+            now_ms: int) -> tuple[Outcome, list, list[int]]:
+    """Decide one reservation: (outcome, new states, debits). Nothing is applied unless ok."""
+    n = len(checks)
+    new_states: list = [None] * n
+    debits = [0] * n
+    levels = [0] * n
+    failed = -1
+    retry = 0
+    shadow: list[int] = []
+    carry = -1   # what a soft check left for the check after it (-1: nothing pending)
+    for i in range(n):
+        c = checks[i]
+        # The check after a soft one takes what it left; its own amount is the same total.
+        need = amounts[i] if carry < 0 else carry
+        carry = -1
+        fits = True
+        if c.kind == BUCKET or c.kind == SOFT:
+            level, ts = refill(states[i], c.p1, c.p2, now_ms)
+            scaled = need * SCALE
+            if c.kind == SOFT:
+                take = min(level // SCALE, need)
+                carry = need - take
+                debits[i] = take
+                level -= take * SCALE
+            elif scaled <= level:
+                debits[i] = need
+                level -= scaled
+            else:
+                fits = False
+                if c.enforce:
+                    w = wait_ms(scaled - level, c.p2) if scaled <= c.p1 else -1
+                    retry = -1 if w < 0 or retry < 0 else max(retry, w)
+            new_states[i] = (level, ts)
+            levels[i] = level
+        else:
+            current = states[i] or 0
+            fits = current + need <= c.p1
+            if fits or not c.enforce:
+                debits[i] = need
+                current += need
+            elif c.enforce:
+                retry = -1
+            new_states[i] = current
+            levels[i] = current
+        if not fits:
+            if c.enforce:
+                if failed < 0:
+                    failed = i
+            else:
+                shadow.append(i)
+    if failed >= 0:
+        before = [_level_of(states[i], checks[i], now_ms) for i in range(n)]
+        return Outcome(False, failed, retry, tuple(shadow), tuple(before)), [], [0] * n
+    return Outcome(True, -1, 0, tuple(shadow), tuple(levels)), new_states, debits
+
+
+def _level_of(state: object, c: Check, now_ms: int) -> int:
+    if c.kind == BUCKET or c.kind == SOFT:
+        return refill(state, c.p1, c.p2, now_ms)[0]  # type: ignore[arg-type]
+    return state or 0  # type: ignore[return-value]
+
+
+def actual_for(unit: str, amount: int, tokens: int, cost: int, mode: str) -> int:
+    """The actual amount a check settles against."""
+    if mode == VOID:
+        return 0
+    if mode != SETTLE or unit == REQUEST:
+        return amount
+    if unit == TOKENS:
+        return tokens
+    if unit == COST:
+        return cost
+    return 0
+
+
+def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int], debits: Sequence[int],
+           tokens: int, cost: int, mode: str, now_ms: int) -> list:
+    """New states after settling a reservation against actual usage.
+
+    A bucket gets back its debit minus the actual amount (capped at capacity; an actual
+    above the debit is charged, floored at zero); a gauge gives back its debit; a spend
+    counter moves by actual minus debit. A soft check is attributed the actual amount
+    first, the check after it the rest.
+    """
+    out: list = [None] * len(checks)
+    attributed = 0
+    for i, c in enumerate(checks):
+        debit = debits[i]
+        actual = actual_for(c.unit, amounts[i], tokens, cost, mode) - attributed
+        attributed = 0
+        kind = c.kind
+        if kind == BUCKET or kind == SOFT:
+            if kind == SOFT:
+                attributed = min(max(actual, 0), debit)
+                actual = attributed
+            level, ts = refill(states[i], c.p1, c.p2, now_ms)  # type: ignore[arg-type]
+            level += (debit - actual) * SCALE
+            out[i] = (min(max(level, 0), c.p1), ts)
+        elif kind == GAUGE:
+            out[i] = max((states[i] or 0) - debit, 0)  # type: ignore[operator]
+        else:
+            out[i] = max((states[i] or 0) + actual - debit, 0)  # type: ignore[operator]
+    return out
+
+
+def full_after_ms(level: int, cap: int, rate: int) -> int:
+    """Milliseconds until a bucket is full again (for x-ratelimit-reset-*)."""
+    return wait_ms(cap - level, rate) if level < cap else 0
+
+
+def format_reset(ms: int) -> str:
+    """OpenAI's reset format: ``20ms``, ``1s``, ``6m0s``, ``1h2m3s``."""
+    text = _resets.get(ms)
+    if text is None:
+        if len(_resets) > 8192:
+            _resets.clear()
+        text = _resets[ms] = _format_reset(ms)
+    return text
+
+
+_resets: dict[int, str] = {}
+
+
+def _format_reset(ms: int) -> str:
+    if ms < 1000:
+        return f"{max(ms, 0)}ms"
+    seconds = -(-ms // 1000)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def micro_usd(usd: float) -> int:
+    return round(usd * 1_000_000)
+
+
+class Prices(NamedTuple):
+    """A model's prices in nano-USD per token (per-million USD x 1000), integers."""
+
+    input: int
+    output: int
+
+    @classmethod
+    def per_million(cls, input_usd: float, output_usd: float) -> "Prices":
+        return cls(round(input_usd * 1000), round(output_usd * 1000))
+
+    def cost(self, input_tokens: int, output_tokens: int) -> int:
+        """Cost units (micro-USD), rounded up."""
+        return -(-(input_tokens * self.input + output_tokens * self.output) // 1000)
+
+
+FREE = Prices(0, 0)
+DAY_MS = 86_400_000
+
+
+class Periods(NamedTuple):
+    day: str
+    day_expires_ms: int
+    month: str
+    month_expires_ms: int
+
+
+def periods(now_ms: int) -> Periods:
+    """UTC day and month ids and when their spend keys may expire (a day after they end)."""
+    day = now_ms // DAY_MS
+    date = _dt.datetime.fromtimestamp(day * 86_400, _dt.timezone.utc)
+    next_month = date.replace(day=1, month=date.month % 12 + 1, year=date.year + (date.month == 12))
+    return Periods(str(day), (day + 2) * DAY_MS, f"{date.year:04d}{date.month:02d}",
+                   int(next_month.timestamp() * 1000) + DAY_MS)

@@ -1,0 +1,99 @@
+"""The ``BudgetStore`` protocol: where budgets live, and its one error.
+
+A store applies the arithmetic of ``policy.py`` atomically per *call*; one call touches
+the keys of one namespace only (``tw:{t:<tenant>}`` or ``tw:{u:<upstream>}``: the braces
+are a Redis Cluster hash tag, so every key of a call lands in one slot). Methods take a
+batch of calls and answer in one round trip; the calls of a batch are independent of
+each other, each all or nothing.
+
+Every failure to reach or use the storage is raised as ``StoreUnavailable``, whatever
+the driver said, so callers handle exactly one exception type.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple, Protocol, Sequence
+
+from ..errors import TokenwardError
+from .policy import Check, Outcome
+
+
+class StoreUnavailable(TokenwardError):
+    """The budget store could not be reached or did not answer in time."""
+
+
+class Layout:
+    """The checks of one namespace for one kind of caller, built once and reused per request.
+
+    ``wire`` is free for a store to cache what it derives from the layout (encoded bytes).
+    """
+
+    __slots__ = ("namespace", "leases_key", "checks", "keys", "wire")
+
+    def __init__(self, namespace: str, checks: Sequence[Check]) -> None:
+        self.namespace = namespace
+        self.leases_key = namespace + ":leases"
+        self.checks = tuple(checks)
+        self.keys = tuple(c.key for c in self.checks)
+        self.wire: object = None
+
+    def record_key(self, reservation_id: str) -> str:
+        return self.namespace + ":r:" + reservation_id
+
+
+class ReserveCall(NamedTuple):
+    layout: Layout
+    reservation_id: str
+    now_ms: int
+    lease_until_ms: int
+    amounts: Sequence[int]      # one per check of the layout
+
+
+class SettleCall(NamedTuple):
+    leases_key: str
+    reservation_id: str
+    record_key: str
+    keys: Sequence[str]        # the checks' keys, in the order they were reserved
+    now_ms: int
+    tokens: int                # actual tokens (ignored in modes f, z, x)
+    cost: int                  # actual cost units
+    mode: str                  # policy.SETTLE | FULL | VOID | EXPIRED
+    layout: Layout | None = None   # when known, lets a store reuse what it cached
+
+
+class LeaseRenewal(NamedTuple):
+    leases_key: str
+    until_ms: int
+    reservation_ids: Sequence[str]
+
+
+# settle answers
+SETTLED, UNKNOWN, LEASE_LIVE = 1, 0, -1
+ALREADY_RESERVED = Outcome(True, -1, 0, (), ())
+
+
+class BudgetStore(Protocol):
+    name: str
+
+    async def reserve(self, calls: Sequence[ReserveCall]) -> list[Outcome]:
+        """Apply each call all or nothing; a call whose record exists answers ALREADY_RESERVED."""
+
+    async def settle(self, calls: Sequence[SettleCall]) -> list[int]:
+        """SETTLED, UNKNOWN (no such reservation: already settled) or LEASE_LIVE (mode x)."""
+
+    async def renew(self, renewals: Sequence[LeaseRenewal]) -> None:
+        """Push the lease of each still-open reservation to ``until_ms``."""
+
+    async def expired(self, leases_keys: Sequence[str], now_ms: int, limit: int) -> list[list[str]]:
+        """Reservation ids whose lease ended before ``now_ms``, per leases key."""
+
+    async def record_keys(self, record_keys: Sequence[str]) -> list[list[str] | None]:
+        """The check keys a reservation recorded (None when it is gone)."""
+
+    async def value(self, key: str) -> object:
+        """A stored value as policy sees it (bucket tuple, int, or None); for tests and tools."""
+
+    async def open_reservations(self, leases_key: str) -> int:
+        """How many reservations of a namespace hold a lease."""
+
+    async def close(self) -> None: ...

@@ -1,0 +1,218 @@
+"""Admission: one atomic worst-case reservation per request against every budget, settled
+on real usage however the request ends.
+
+The amount is the work stage's ``reserve_tokens`` when it ran; otherwise prompt bytes
+(a byte is never fewer tokens than it encodes) plus the clamped maximum output, read with
+a cheap field peek. Cost units come from the model's per-million prices.
+
+Release, exactly once per request (the runner calls one of the two hooks):
+
+- ``on_complete``: the backend confirmed the end. Known usage settles (refund =
+  reservation - actual); unknown usage keeps the full charge.
+- ``on_abort``: known usage settles as above; with no usage, a request the backend never
+  saw (a later stage refused it, it was cancelled before forwarding) is settled at zero
+  work, and one the backend may have worked on keeps the full charge.
+
+Settle is idempotent by reservation id: the held ticket is taken once, and the store's
+record is deleted by the settle that uses it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..budget import policy
+from ..budget.admission import Admitter, Decision
+from ..budget.memory import MemoryStore
+from ..budget.policy import Prices
+from ..config.schema import Config, PlanConfig
+from ..errors import ConfigError, Reason, Refusal
+from ..http.responses import NO_RETRY
+from ..pipeline.results import Reservation
+from ..pipeline.stage import BaseStage, Exit, ExitKind
+from ..reconcile.usage import Usage
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+
+class _Peek(msgspec.Struct):
+    model: object = None
+    max_tokens: object = None
+    max_completion_tokens: object = None
+    n: object = None
+
+
+_peek = msgspec.json.Decoder(_Peek).decode
+_NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
+
+
+def _int(value: object) -> int | None:
+    return value if type(value) is int and value >= 0 else None
+
+
+class Estimate:
+    __slots__ = ("input", "tokens", "cost", "model")
+
+    def __init__(self, input_tokens: int, tokens: int, cost: int, model: str | None) -> None:
+        self.input = input_tokens
+        self.tokens = tokens
+        self.cost = cost
+        self.model = model
+
+
+class AdmissionStage(BaseStage):
+    name = "admission"
+    holds = True
+
+    def __init__(self, config: Config, admitter: Admitter) -> None:
+        self.admitter = admitter
+        self._models = {name: (Prices.per_million(m.input_price_per_million, m.output_price_per_million), m.upstream)
+                        for name, m in config.models.items()}
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:
+        principal = ctx.principal
+        if principal is None:
+            ctx.note("budget", "skipped: no principal")  # identity always sets one once it runs
+            return None
+        route = ctx.route
+        if route is None or not route.has_body:
+            return None
+        entitlement = ctx.entitlement
+        plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
+        estimate = self._estimate(ctx, plan)
+        prices_upstream = self._models.get(estimate.model) if estimate.model is not None else None
+        decision = await self.admitter.reserve(
+            principal.tenant, principal.plan_name, plan, principal.key_id, estimate.model,
+            prices_upstream[1] if prices_upstream else None, estimate.tokens, estimate.cost)
+        record = {"estimated_input": estimate.input, "reserved": estimate.tokens, "reserved_cost": estimate.cost,
+                  "limits": decision.limits, "store": "local" if decision.local else self.admitter.shared.store.name}
+        if decision.shadow:
+            record["shadow_would_reject"] = decision.shadow
+        ctx.note("budget", record)
+        if not decision.admitted:
+            record["refused_by"] = decision.limit or "store"
+            return _refusal(decision, estimate)
+        ctx.reservation = Reservation(decision.ticket.reservation_id, principal.tenant, estimate.tokens,  # type: ignore[union-attr]
+                                      estimate.cost, stream_slot="streams" in decision.limits, limits=decision.limits)
+        if decision.headers:
+            ctx.response_headers.extend(decision.headers)
+        return None
+
+    def _estimate(self, ctx: RequestContext, plan: PlanConfig) -> Estimate:
+        work = ctx.work
+        model, max_out, n = self._peek(ctx)
+        prices = self._models.get(model, (policy.FREE, None))[0] if model is not None else policy.FREE
+        if work is not None:
+            tokens = work.reserve_tokens
+            return Estimate(work.input_tokens, tokens, prices.cost(work.input_tokens, max(tokens - work.input_tokens, 0)),
+                            model)
+        if ctx.route.path in _NO_OUTPUT_ROUTES:
+            output = 0
+        else:
+            output = plan.max_output_tokens if max_out is None else min(max_out, plan.max_output_tokens)
+            output *= min(max(n or 1, 1), max(plan.max_n, 1))
+        prompt = len(ctx.body)
+        return Estimate(prompt, prompt + output, prices.cost(prompt, output), model)
+
+    @staticmethod
+    def _peek(ctx: RequestContext) -> tuple[str | None, int | None, int | None]:
+        payload = ctx.payload
+        if payload is not None:
+            model, max_tokens = payload.get("model"), payload.get("max_tokens")
+            completion, n = payload.get("max_completion_tokens"), payload.get("n")
+        else:
+            try:
+                peek = _peek(ctx.body)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                return None, None, None  # validation names the problem; reserve the worst case
+            model, max_tokens, completion, n = peek.model, peek.max_tokens, peek.max_completion_tokens, peek.n
+        limit = _int(max_tokens)
+        if limit is None:
+            limit = _int(completion)
+        return (model if isinstance(model, str) else None), limit, _int(n)
+
+    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
+        await self._settle(ctx, usage, backend_saw_it=True)
+
+    async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
+        usage = exit.usage if exit.usage is not None else ctx.usage
+        saw_it = exit.kind is not ExitKind.REJECTED and (ctx.upstream_status is not None or ctx.deciding_stage == "forward")
+        await self._settle(ctx, usage, backend_saw_it=saw_it)
+
+    async def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
+        reservation = ctx.reservation
+        if reservation is None:
+            return
+        ticket = self.admitter.keeper.open.get(reservation.reservation_id)
+        if ticket is None:
+            return  # already settled
+        record = ctx.notes.get("budget") if ctx.notes else None
+        if usage.known:
+            prompt = usage.prompt_tokens
+            if prompt is None:
+                prompt = record["estimated_input"] if isinstance(record, dict) else reservation.tokens
+            tokens = prompt + (usage.completion_tokens or 0)
+            prices = self._models.get(ctx.model or "", (policy.FREE, None))[0]
+            cost = prices.cost(prompt, usage.completion_tokens or 0)
+            mode = policy.SETTLE
+        elif backend_saw_it:
+            tokens, cost, mode = reservation.tokens, reservation.cost_units, policy.FULL
+        else:
+            tokens, cost, mode = 0, 0, policy.SETTLE
+        await self.admitter.settle(ticket, tokens, cost, mode)
+        if isinstance(record, dict):
+            charged = tokens if mode == policy.SETTLE else reservation.tokens
+            record["actual"] = tokens if mode == policy.SETTLE else None
+            record["refunded"] = max(reservation.tokens - charged, 0)
+            record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
+
+
+def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
+    reason = decision.reason
+    headers: list[tuple[bytes, bytes]] = []
+    if decision.retry_after is not None:
+        headers.append((b"retry-after", b"%d" % decision.retry_after))
+    if decision.terminal:
+        headers.append(NO_RETRY)
+    limit = decision.limit
+    if reason is Reason.budget_store_unavailable:
+        return Refusal(reason, "the budget store is unavailable; try again shortly")
+    if reason is Reason.spend_cap:
+        period = "day" if limit == "spend_daily" else "month"
+        return Refusal(reason, f"the spend cap for this {period} is reached", headers=tuple(headers))
+    if reason is Reason.concurrency_limit:
+        what = "open requests" if limit == "streams" else "reserved in-flight tokens"
+        return Refusal(reason, f"too many {what} for this tenant; retry when one finishes", headers=tuple(headers))
+    if reason is Reason.rate_limited:
+        return Refusal(reason, f"request rate limit reached ({limit}); retry after {decision.retry_after}s",
+                       headers=tuple(headers))
+    if decision.terminal:
+        return Refusal(reason, f"this request needs {estimate.tokens} tokens, more than the {limit} budget holds",
+                       param="max_tokens", headers=tuple(headers))
+    return Refusal(reason, f"this request needs {estimate.tokens} tokens of the {limit} budget; "
+                           f"retry after {decision.retry_after}s", param="max_tokens", headers=tuple(headers))
+
+
+def open_store(config: Config):
+    url = config.store.url
+    if url == "memory":
+        return MemoryStore()
+    if url.startswith(("redis://", "rediss://", "unix://")):
+        from ..budget.redis import RedisStore
+
+        return RedisStore(url, config.store.timeout_ms / 1000, config.store.client)
+    raise ConfigError("store.url", f"expected 'memory', redis://, rediss:// or unix://, got {url!r}")
+
+
+def build(services) -> AdmissionStage:
+    config = services.config
+    clock = services.extras.get("clock", time.time)
+    admitter = Admitter(config, open_store(config), clock=clock)
+    services.extras["budget"] = admitter
+    services.on_close(admitter.close)
+    admitter.keeper.start()
+    return AdmissionStage(config, admitter)
