@@ -1,0 +1,213 @@
+"""The gateway's own Python cost per request, without sockets: the ASGI app called in a
+loop with a canned request and a stub upstream that answers at once.
+
+    python bench/inproc.py [--requests 20000] [--stages edge] [--profile] [--stream-chunks 0]
+
+What is timed is everything the gateway does per request above the server and the
+network: the pipeline runner and its stages, preparing the upstream call, relaying the
+answer, and encoding the decision record (written to a file in a temp dir). What is not:
+uvicorn's HTTP parsing and writes, the upstream client's socket work, the kernel. The
+difference between this and the CPU per request that overhead.py measures is the share
+of the server, the client and the system calls.
+
+--profile runs the same loop under cProfile and prints the top functions by own time.
+--stream-chunks N times a streamed request of N chunks instead (CPU per relayed chunk).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from backend import CHAT_BODY  # noqa: E402
+
+BODY = b'{"model":"bench-chat","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
+CHUNK = (b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,'
+         b'"model":"bench-chat","choices":[{"index":0,"delta":{"content":"tok "},"finish_reason":null}]}\n\n')
+TAIL = (b'data: {"id":"chatcmpl-bench","object":"chat.completion.chunk","created":1700000000,'
+        b'"model":"bench-chat","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":9,'
+        b'"total_tokens":21}}\n\ndata: [DONE]\n\n')
+
+
+class StubResponse:
+    """Just enough of tokenward.upstream.client.UpstreamResponse for the forwarder."""
+
+    def __init__(self, chunks: int) -> None:
+        self.status = 200
+        self._left = chunks
+        self._streaming = chunks > 0
+
+    def header(self, name: bytes) -> bytes | None:
+        if name == b"content-type":
+            return b"text/event-stream" if self._streaming else b"application/json"
+        return None
+
+    async def read(self, timeout=None) -> bytes:
+        return CHAT_BODY
+
+    async def next_chunk(self, timeout=None) -> bytes | None:
+        if self._left > 0:
+            self._left -= 1
+            return CHUNK
+        if self._left == 0:
+            self._left = -1
+            return TAIL
+        return None
+
+    def abort(self) -> None:
+        pass
+
+
+def stub_pools(gateway, chunks: int) -> None:
+    async def request(method, path, headers, body, *, timeout=None):
+        return StubResponse(chunks)
+
+    for pool in gateway.services.targets.pools.values():
+        pool.request = request
+
+
+def make_scope(api_key: str | None, body: bytes) -> dict:
+    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode()), (b"user-agent", b"wrk")]
+    if api_key:
+        headers.append((b"authorization", b"Bearer " + api_key.encode()))
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+            "scheme": "http", "path": "/v1/chat/completions", "raw_path": b"/v1/chat/completions",
+            "query_string": b"", "root_path": "", "headers": headers, "client": ("127.0.0.1", 5000),
+            "server": ("127.0.0.1", 8080)}
+
+
+async def one_request(gateway, scope: dict, body: bytes, sink: list) -> None:
+    sent = False
+
+    async def receive():
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.get_running_loop().create_future()  # like uvicorn: wait for a disconnect
+
+    async def send(message):
+        sink.append(message)
+
+    await gateway(scope, receive, send)
+
+
+async def run(args) -> None:
+    from tokenward.app import Gateway
+    from tokenward.config import load_config
+    from tokenward.pipeline import order
+
+    if args.stages is not None:
+        for slot in list(order.STAGE_FACTORIES):
+            if slot not in args.stages.split(","):
+                del order.STAGE_FACTORIES[slot]
+    with tempfile.TemporaryDirectory(prefix="tokenward-inproc-") as tmp:
+        raw = yaml.safe_load((Path(__file__).resolve().parent / "foundation.yaml").read_text())
+        raw["upstreams"]["bench"]["base_url"] = "http://127.0.0.1:9/v1"
+        raw["logging"]["decisions"] = os.path.join(tmp, "decisions.jsonl")
+        raw["keystore"]["url"] = f"sqlite:///{tmp}/keys.db"
+        config_path = Path(tmp) / "gateway.yaml"
+        config_path.write_text(yaml.safe_dump(raw))
+        gateway = Gateway(load_config(config_path))
+        await gateway.startup()
+        try:
+            await measure(gateway, args, config_path)
+        finally:
+            await gateway.shutdown()
+
+
+def apply_experiments(gateway, without: set[str]) -> None:
+    """Switch parts off in this process only, to price them (bench use only)."""
+    if "watch" in without:  # the per-request disconnect watcher task
+        from tokenward.http.disconnect import DisconnectWatch
+
+        DisconnectWatch.arm = lambda self: None
+        DisconnectWatch.disarm = lambda self: None
+    if "record" in without:  # the decision record and the metrics update
+        gateway.runner._finish = lambda ctx: None
+    if "metrics" in without:  # the in-process metrics update only
+        import tokenward.app as app_module
+
+        app_module.METRICS.observe = lambda ctx: None
+    if "timings" in without:  # perf_counter_ns around each stage
+        import tokenward.pipeline.runner as runner_module
+
+        runner_module.perf_counter_ns = lambda: 0
+
+
+async def measure(gateway, args, config_path: Path) -> None:
+    stub_pools(gateway, args.stream_chunks)
+    apply_experiments(gateway, set(args.without.split(",")) if args.without else set())
+    body = BODY if not args.stream_chunks else BODY[:-1] + b',"stream":true}'
+    api_key = await key_if_needed(gateway, make_scope(None, body), body, config_path)
+    scope = make_scope(api_key, body)
+    sink: list = []
+    await one_request(gateway, scope, body, sink)
+    status = sink[0].get("status")
+    if status != 200:
+        raise SystemExit(f"the stub request got {status}: {sink[1:]}")
+    for _ in range(min(2000, args.requests)):  # warm caches
+        await one_request(gateway, scope, body, [])
+    used = float("inf")
+    for _ in range(args.repeat):  # the least of several: other people's load only ever adds
+        started = time.process_time()
+        for _ in range(args.requests):
+            await one_request(gateway, scope, body, [])
+        used = min(used, time.process_time() - started)
+    unit = "chunk" if args.stream_chunks else "request"
+    per = used * 1e6 / args.requests / max(args.stream_chunks, 1)
+    stages = [s.name for s in gateway.services.stages]
+    print(f"stages: {', '.join(stages)}; without: {args.without or '-'}; best of {args.repeat} x {args.requests}; "
+          f"{per:.1f} us CPU per {unit} (app only: no server, no sockets)")
+    if args.profile:
+        profiler = cProfile.Profile()
+        profiler.enable()
+        for _ in range(args.requests):
+            await one_request(gateway, scope, body, [])
+        profiler.disable()
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+        print(out.getvalue())
+
+
+async def key_if_needed(gateway, scope: dict, body: bytes, config_path: Path) -> str | None:
+    sink: list = []
+    await one_request(gateway, scope, body, sink)
+    if sink[0].get("status") != 401:
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from overhead import create_key
+
+    return create_key(config_path, config_path.parent)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=3, help="report the least of this many timed loops")
+    parser.add_argument("--stages", help="only these pipeline slots (default: every registered stage)")
+    parser.add_argument("--stream-chunks", type=int, default=0)
+    parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--without", help="price parts by switching them off: watch,record,metrics,timings")
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    import uvloop
+
+    uvloop.run(run(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,396 @@
+"""The gateway's own overhead, measured: the same load through the gateway and directly to
+the backend, in the same run, on pinned CPUs (gateway on CPU 0; backend, load generator
+and redis on CPU 1).
+
+    python bench/overhead.py [--duration 10] [--pipeline foundation|full] [--json out.json]
+                             [--conns 32,8] [--streams 1000] [--no-stream] [--profile DIR]
+
+Non-streaming: wrk (bench/post.lua) at each concurrency, direct then through the gateway;
+throughput, errors, p50/p99 and the added p50/p99 (gateway minus direct), plus CPU time
+per request of each process (from /proc), so a saturated load CPU is visible.
+Streaming: bench/stream_client.py opens --streams SSE streams at --rate chunks/s each,
+direct then through the gateway; one-way chunk delay and inter-chunk gap percentiles,
+the added p99 (gateway minus direct) and stalled streams (a gap over 1 s, a missing chunk
+or a failed stream).
+
+Every process it starts is stopped on exit; the whole script is bounded by an alarm.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import (  # noqa: E402
+    BENCH_DIR, GATEWAY_CPU, LOAD_CPU, PYTHON, BenchError, Proc, Procs, children_cpu, cpu_busy, http_post, machine, post_when_up,
+    pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet,
+)
+from profile_gateway import profile_during  # noqa: E402
+
+CHAT = "/v1/chat/completions"
+PROBE_BODY = b'{"model":"bench-chat","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
+
+
+def start_backend(procs: Procs, rate: float) -> tuple[Proc, str]:
+    proc = procs.start("backend", [PYTHON, str(BENCH_DIR / "backend.py"), "--port", "0", "--rate", str(rate)],
+                       LOAD_CPU)
+    port = proc.wait_line(r"backend listening on http://127\.0\.0\.1:(\d+)").group(1)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def start_redis(procs: Procs, tmp: Path) -> str:
+    require("redis-server")
+    sock = tmp / "redis.sock"
+    procs.start("redis", ["redis-server", "--port", "0", "--unixsocket", str(sock), "--unixsocketperm", "700",
+                          "--save", "", "--appendonly", "no", "--dir", str(tmp)], LOAD_CPU)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if sock.exists() and subprocess.run(["redis-cli", "-s", str(sock), "ping"], capture_output=True,
+                                            text=True).stdout.strip() == "PONG":
+            return f"unix://{sock}"
+        time.sleep(0.05)
+    raise BenchError("redis-server did not start")
+
+
+def redis_commands(sock: Path) -> dict:
+    """Commands the private redis-server processed, by command: proof the store was used,
+    and how many round trips a request costs."""
+    info = subprocess.run(["redis-cli", "-s", str(sock), "info", "commandstats"], capture_output=True,
+                          text=True).stdout
+    calls = {}
+    for line in info.splitlines():  # cmdstat_evalsha:calls=123,usec=...
+        if line.startswith("cmdstat_"):
+            name, _, stats = line[len("cmdstat_"):].partition(":")
+            calls[name] = int(stats.split(",")[0].split("=")[1])
+    return calls
+
+
+def write_config(pipeline: str, tmp: Path, backend_url: str, store_url: str | None) -> Path:
+    raw = yaml.safe_load((BENCH_DIR / f"{pipeline}.yaml").read_text())
+    raw["upstreams"]["bench"]["base_url"] = backend_url + "/v1"
+    raw["logging"]["decisions"] = str(tmp / "decisions.jsonl")
+    raw["keystore"]["url"] = f"sqlite:///{tmp / 'keys.db'}"
+    if store_url is not None:
+        raw["store"]["url"] = store_url
+    path = tmp / "gateway.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def create_key(config: Path, tmp: Path) -> str:
+    done = subprocess.run([PYTHON, "-m", "tokenward", "keys", "create", "--config", str(config), "--tenant", "bench",
+                           "--name", "bench"], capture_output=True, text=True, timeout=60, cwd=tmp)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or len(lines) != 1:
+        raise BenchError(f"`tokenward keys create` failed ({done.returncode}): {done.stdout} {done.stderr[-1500:]}")
+    return lines[0].strip()
+
+
+def start_gateway(procs: Procs, config: Path, stages: str | None, without: str | None) -> tuple[Proc, str]:
+    env = dict(os.environ)
+    env.pop("BENCH_STAGES", None)
+    env["BENCH_WITHOUT"] = without or ""
+    if stages is not None:
+        env["BENCH_STAGES"] = stages
+    proc = procs.start("gateway", [PYTHON, str(BENCH_DIR / "gateway_launcher.py"), "serve", "--config", str(config),
+                                   "--port", "0"], GATEWAY_CPU, env)
+    port = proc.wait_line(r"tokenward listening on http://127\.0\.0\.1:(\d+)").group(1)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:  # the port is bound before start-up completes
+        try:
+            import urllib.request
+
+            with urllib.request.urlopen(url + "/readyz", timeout=2) as resp:
+                if resp.status == 200:
+                    return proc, url
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise BenchError(f"gateway never became ready:\n{proc.err_path.read_text()[-3000:]}")
+
+
+def probe(gateway_url: str, api_key: str | None, config: Path, tmp: Path) -> str | None:
+    """One request must get through; an identity stage that wants a key gets one."""
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    status, body = http_post(gateway_url + CHAT, PROBE_BODY, headers)
+    if status == 401 and api_key is None:
+        api_key = create_key(config, tmp)
+        status, body = http_post(gateway_url + CHAT, PROBE_BODY, {"authorization": f"Bearer {api_key}"})
+    if status != 200:
+        raise BenchError(f"probe through the gateway got {status}: {body[:500]!r}")
+    return api_key
+
+
+def wrk_side(url: str, conns: int, duration: float, env: dict | None, backend: Proc, proxy: Proc,
+             through_proxy: bool) -> dict:
+    """One wrk run, with each process's share of its CPU and other people's load beside it."""
+    cpu = {"backend": backend.cpu_seconds(), "gateway": proxy.cpu_seconds()}
+    user0, sys0 = proxy.cpu_times()
+    busy0 = cpu_busy()
+    result = run_wrk(url + CHAT, conns, duration, env)
+    seconds = result["duration_us"] / 1e6
+    user1, sys1 = proxy.cpu_times()
+    result["gateway_user_sys_s"] = (user1 - user0, sys1 - sys0)
+    result["cpu_util"] = {name: (p.cpu_seconds() - cpu[name]) / seconds
+                          for name, p in (("backend", backend), ("gateway", proxy))}
+    result["cpu_util"]["wrk"] = result["wrk_cpu_s"] / seconds
+    result["foreign_util"] = foreign_load(busy0, cpu_busy(), seconds, result["cpu_util"])
+    result["gateway_cpu_us_per_request"] = (result["cpu_util"]["gateway"] * seconds * 1e6
+                                            / max(result["requests"], 1)) if through_proxy else None
+    return result
+
+
+def wrk_pair(direct_url: str, gateway_url: str, conns: int, duration: float, api_key: str | None,
+             backend: Proc, gateway: Proc) -> dict:
+    out = {"direct": wrk_side(direct_url, conns, duration, None, backend, gateway, False),
+           "gateway": wrk_side(gateway_url, conns, duration, {"BENCH_API_KEY": api_key or ""}, backend, gateway,
+                               True)}
+    out["added_p50_us"] = out["gateway"]["p50_us"] - out["direct"]["p50_us"]
+    out["added_p99_us"] = out["gateway"]["p99_us"] - out["direct"]["p99_us"]
+    return out
+
+
+def reference_proxy(procs: Procs, backend: Proc, backend_url: str, args) -> dict:
+    """The floor on this machine now: a minimal pass-through proxy with the gateway's own
+    server and client (uvicorn+uvloop+httptools, UpstreamPool), same CPU, same load."""
+    proc = procs.start("reference", [PYTHON, str(BENCH_DIR / "candidate_proxy.py"), "--server", "uvicorn",
+                                     "--client", "lean", "--upstream", backend_url], GATEWAY_CPU)
+    out: dict = {}
+    try:
+        url = "http://127.0.0.1:" + proc.wait_line(r"proxy listening on http://127\.0\.0\.1:(\d+)").group(1)
+        status, body = post_when_up(url + CHAT, PROBE_BODY)
+        if status != 200:
+            raise BenchError(f"reference proxy answered {status}: {body[:300]!r}")
+        if args.conns:
+            run_wrk(url + CHAT, max(args.conns), 1)
+            out["nonstream"] = wrk_side(url, max(args.conns), args.duration, None, backend, proc, True)
+        if args.streams:
+            before = proc.cpu_seconds()
+            stream = run_streams(url, args.streams, max(1, int(args.duration * args.rate)), args.rate, None)
+            stream["proxy_cpu_us_per_chunk"] = (proc.cpu_seconds() - before) * 1e6 / max(stream["chunks_received"], 1)
+            stream["proxy_cpu_util"] = (proc.cpu_seconds() - before) / stream["wall_s"]
+            out["stream"] = stream
+        return out
+    finally:
+        proc.stop()
+        procs.procs.remove(proc)
+
+
+def foreign_load(before: dict, after: dict, seconds: float, ours: dict) -> dict:
+    """Share of each CPU used by anything but this benchmark's processes (other people's work)."""
+    used = {cpu: (after[cpu] - before[cpu]) / seconds for cpu in before}
+    return {"cpu0": max(0.0, used.get("cpu0", 0) - ours["gateway"]),
+            "cpu1": max(0.0, used.get("cpu1", 0) - ours["backend"] - ours["wrk"])}
+
+
+def run_streams(url: str, streams: int, chunks: int, rate: float, api_key: str | None) -> dict:
+    argv = pinned(LOAD_CPU, [PYTHON, str(BENCH_DIR / "stream_client.py"), "--url", url + CHAT,
+                             "--streams", str(streams), "--chunks", str(chunks), "--rate", str(rate)])
+    if api_key:
+        argv += ["--api-key", api_key]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=chunks / rate + 60)
+    for line in done.stdout.splitlines():
+        if line.startswith("BENCH_JSON "):
+            return json.loads(line[len("BENCH_JSON "):])
+    raise BenchError(f"stream client failed ({done.returncode}): {done.stderr[-2000:]}")
+
+
+def stream_pair(direct_url: str, gateway_url: str, args, api_key: str | None, backend: Proc,
+                gateway: Proc) -> dict:
+    chunks = max(1, int(args.duration * args.rate))
+    out: dict = {}
+    for side, url in (("direct", direct_url), ("gateway", gateway_url)):
+        gw0, be0, client0, busy0 = gateway.cpu_seconds(), backend.cpu_seconds(), children_cpu(), cpu_busy()
+        result = run_streams(url, args.streams, chunks, args.rate, api_key if side == "gateway" else None)
+        seconds = result["wall_s"]
+        util = {"gateway": (gateway.cpu_seconds() - gw0) / seconds, "backend": (backend.cpu_seconds() - be0) / seconds,
+                "wrk": (children_cpu() - client0) / seconds}  # "wrk": the stream client here
+        result["cpu_util"] = util
+        result["foreign_util"] = foreign_load(busy0, cpu_busy(), seconds, util)
+        out[side] = result
+    out["gateway_cpu_us_per_chunk"] = (out["gateway"]["cpu_util"]["gateway"] * out["gateway"]["wall_s"] * 1e6
+                                       / max(out["gateway"]["chunks_received"], 1))
+    out["gateway_cpu_util"] = out["gateway"]["cpu_util"]["gateway"]
+    for q in ("p50", "p99"):
+        out[f"added_delay_{q}_ms"] = out["gateway"]["delay_ms"][q] - out["direct"]["delay_ms"][q]
+        out[f"added_gap_{q}_ms"] = out["gateway"]["gap_ms"][q] - out["direct"]["gap_ms"][q]
+    return out
+
+
+def summarize_records(path: Path) -> dict:
+    """What the decision records say: how many, which stages ran, their mean cost."""
+    time.sleep(0.3)  # records are flushed every 100 ms
+    counts: dict[str, int] = {}
+    stages: dict[str, list[float]] = {}
+    total = 0
+    for line in path.read_text().splitlines() if path.exists() else ():
+        record = json.loads(line)
+        total += 1
+        key = f"{record.get('status')} {record.get('reason') or 'ok'}"
+        counts[key] = counts.get(key, 0) + 1
+        if record.get("status") == 200 and not record.get("stream"):
+            for name, us in (record.get("stages_us") or {}).items():
+                stages.setdefault(name, []).append(us)
+    return {"records": total, "by_status": counts, "stages_ran": list(stages),
+            "stage_mean_us": {name: sum(v) / len(v) for name, v in stages.items()}}
+
+
+def measure(args, procs: Procs, tmp: Path) -> dict:
+    backend, backend_url = start_backend(procs, args.rate)
+    store_url = start_redis(procs, tmp) if args.pipeline == "full" else None
+    config = write_config(args.pipeline, tmp, backend_url, store_url)
+    api_key = create_key(config, tmp) if args.pipeline == "full" else None
+    gateway, gateway_url = start_gateway(procs, config, args.stages, args.without)
+    api_key = probe(gateway_url, api_key, config, tmp)
+    results: dict = {"pipeline": args.pipeline, "stages_requested": args.stages or "all registered",
+                     "switched_off": args.without,
+                     "api_key_used": api_key is not None, "duration_s": args.duration}
+    if args.conns:
+        results["warmup"] = run_wrk(gateway_url + CHAT, max(args.conns), 2, {"BENCH_API_KEY": api_key or ""})
+    for conns in args.conns:
+        results[f"c{conns}"] = wrk_pair(backend_url, gateway_url, conns, args.duration, api_key, backend, gateway)
+    if args.reference:
+        results["reference"] = reference_proxy(procs, backend, backend_url, args)
+    if args.streams:
+        results["stream"] = stream_pair(backend_url, gateway_url, args, api_key, backend, gateway)
+    results["decision_records"] = summarize_records(tmp / "decisions.jsonl")
+    if store_url is not None:
+        results["redis_commands"] = redis_commands(tmp / "redis.sock")
+    if args.profile:
+        if args.profile_phase == "stream":
+            chunks = max(1, int(args.duration * args.rate))
+            load = lambda: run_streams(gateway_url, args.streams or 1000, chunks, args.rate, api_key)  # noqa: E731
+        else:
+            load = lambda: run_wrk(gateway_url + CHAT, max(args.conns or [32]), args.duration,  # noqa: E731
+                                   {"BENCH_API_KEY": api_key or ""})
+        results["profile"] = profile_during(gateway.pid, Path(args.profile), args.duration, load)
+    return results
+
+
+def report(results: dict) -> str:
+    lines = [f"pipeline: {results['pipeline']}  (stages that ran: "
+             f"{', '.join(results['decision_records']['stages_ran'])}; api key: {results['api_key_used']})",
+             f"{'run':<12}{'req/s':>10}{'errors':>8}{'p50 ms':>9}{'p99 ms':>9}"
+             f"{'gw us/req':>11}{'cpu0':>6}{'cpu1':>6}{'other0':>8}{'other1':>8}"]
+    for key in [k for k in results if k.startswith("c") and k[1:].isdigit()]:
+        pair = results[key]
+        for side in ("direct", "gateway"):
+            r = pair[side]
+            per_req = f"{r['gateway_cpu_us_per_request']:.1f}" if r["gateway_cpu_us_per_request"] else "-"
+            cpu1 = r["cpu_util"]["backend"] + r["cpu_util"]["wrk"]
+            lines.append(f"{key + ' ' + side:<12}{r['rps']:>10.0f}{r['errors']:>8}{r['p50_us'] / 1000:>9.3f}"
+                         f"{r['p99_us'] / 1000:>9.3f}{per_req:>11}{r['cpu_util']['gateway']:>6.2f}{cpu1:>6.2f}"
+                         f"{r['foreign_util']['cpu0']:>8.2f}{r['foreign_util']['cpu1']:>8.2f}")
+        lines.append(f"{key} added p50 {pair['added_p50_us'] / 1000:.3f} ms, added p99 "
+                     f"{pair['added_p99_us'] / 1000:.3f} ms")
+    ref = results.get("reference", {}).get("nonstream")
+    if ref:
+        lines.append(f"{'reference':<12}{ref['rps']:>10.0f}{ref['errors']:>8}{ref['p50_us'] / 1000:>9.3f}"
+                     f"{ref['p99_us'] / 1000:>9.3f}{ref['gateway_cpu_us_per_request']:>11.1f}"
+                     f"{ref['cpu_util']['gateway']:>6.2f}{ref['cpu_util']['backend'] + ref['cpu_util']['wrk']:>6.2f}"
+                     f"{ref['foreign_util']['cpu0']:>8.2f}{ref['foreign_util']['cpu1']:>8.2f}"
+                     "   (minimal uvicorn+UpstreamPool pass-through, no pipeline)")
+    stream = results.get("stream")
+    if stream:
+        for side in ("direct", "gateway"):
+            s = stream[side]
+            lines.append(f"stream {side:<8} {s['complete']}/{s['streams']} complete, stalled {s['stalled']}, "
+                         f"failed {s['failed']}, chunks {s['chunks_received']}/{s['chunks_expected']}, "
+                         f"delay p50/p99/max {s['delay_ms']['p50']:.2f}/{s['delay_ms']['p99']:.2f}/"
+                         f"{s['delay_ms']['max']:.1f} ms, gap p99/max {s['gap_ms']['p99']:.2f}/"
+                         f"{s['gap_ms']['max']:.1f} ms; other load cpu0/cpu1 {s['foreign_util']['cpu0']:.2f}/"
+                         f"{s['foreign_util']['cpu1']:.2f}")
+        ref_stream = results.get("reference", {}).get("stream")
+        if ref_stream:
+            s = ref_stream
+            lines.append(f"stream reference {s['complete']}/{s['streams']} complete, stalled {s['stalled']}, "
+                         f"delay p50/p99/max {s['delay_ms']['p50']:.2f}/{s['delay_ms']['p99']:.2f}/"
+                         f"{s['delay_ms']['max']:.1f} ms, gap p99/max {s['gap_ms']['p99']:.2f}/{s['gap_ms']['max']:.1f}"
+                         f" ms; {s['proxy_cpu_us_per_chunk']:.1f} us CPU per chunk ({s['proxy_cpu_util']:.0%} of CPU 0)"
+                         "  (minimal uvicorn+UpstreamPool relay)")
+        lines.append(f"stream added delay p50 {stream['added_delay_p50_ms']:.2f} ms, p99 "
+                     f"{stream['added_delay_p99_ms']:.2f} ms; added gap p99 {stream['added_gap_p99_ms']:.2f} ms; "
+                     f"gateway {stream['gateway_cpu_us_per_chunk']:.1f} us CPU per chunk "
+                     f"({stream['gateway_cpu_util']:.0%} of CPU 0)")
+    if "redis_commands" in results:
+        calls = results["redis_commands"]
+        records = max(results["decision_records"]["records"], 1)
+        lines.append(f"redis commands: {sum(calls.values())} ({sum(calls.values()) / records:.1f} per request): "
+                     + ", ".join(f"{name} {n}" for name, n in sorted(calls.items(), key=lambda kv: -kv[1])))
+    lines.append(f"decision records: {results['decision_records']['records']} "
+                 f"{results['decision_records']['by_status']}")
+    return "\n".join(lines)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="gateway overhead: through the gateway vs direct, same run")
+    parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (and per stream)")
+    parser.add_argument("--pipeline", choices=("foundation", "full"), default="foundation")
+    parser.add_argument("--conns", default="32,8", help="wrk concurrencies, comma-separated (0: no wrk runs)")
+    parser.add_argument("--streams", type=int, default=1000, help="concurrent SSE streams (0: skip)")
+    parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--no-reference", dest="reference", action="store_false",
+                        help="skip the minimal uvicorn+UpstreamPool pass-through run (the floor, same conditions)")
+    parser.add_argument("--rate", type=float, default=20.0, help="chunks per second per stream")
+    parser.add_argument("--stages", help="register only these pipeline slots, e.g. 'edge' for issue 2's "
+                        "foundation pipeline (default: every registered stage)")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="run every benchmark process at this nice value (e.g. -10, needs root) so other "
+                        "people's work on a shared machine disturbs the run less; recorded with the results")
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="S",
+                        help="first wait up to S seconds for both CPUs to be idle (other people's work)")
+    parser.add_argument("--without", help="experiment: switch parts of the gateway off (gateway_launcher.py's "
+                        "BENCH_WITHOUT: watch, record, proxyheaders, gcfreeze, gc)")
+    parser.add_argument("--json", help="write all results here")
+    parser.add_argument("--profile", help="also profile the gateway with py-spy; output dir")
+    parser.add_argument("--profile-phase", choices=("nonstream", "stream"), default="nonstream",
+                        help="profile under wrk at the highest --conns, or under the streaming load")
+    args = parser.parse_args()
+    args.conns = [int(c) for c in args.conns.split(",") if c.strip() and int(c) > 0]  # "0": streaming only
+    if args.no_stream:
+        args.streams = 0
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    require("wrk")
+    require("taskset")
+    raise_fd_limit()
+    set_priority(args.nice)
+    busiest = wait_quiet(args.wait_quiet) if args.wait_quiet else None
+    info = machine()
+    info["busiest_cpu_before_start"] = busiest
+    info["nice"] = args.nice
+    runs = len(args.conns) * 2 + 2 + (3 if args.streams else 0) + (1 if args.profile else 0)
+    with tempfile.TemporaryDirectory(prefix="tokenward-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        with Procs(tmp, deadline_s=runs * (args.duration + 30) + 120) as procs:
+            results = measure(args, procs, tmp)
+    info["loadavg_end"] = os.getloadavg()
+    results["machine"] = info
+    print(report(results))
+    if "profile" in results:
+        print("\nprofile of the gateway (py-spy):\n" + results["profile"]["top"])
+    print(f"load average at start {info['loadavg_start']}, at end {info['loadavg_end']}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as exc:
+        print(f"benchmark failed: {exc}", file=sys.stderr)
+        sys.exit(1)
