@@ -19,6 +19,7 @@ import uvicorn
 
 from tokenward.app import Gateway
 from tokenward.config import parse_config
+from tokenward.http.protocol import GatewayHttpProtocol
 from tokenward.mock.server import _EmbeddedServer, bind_socket, start_mock, stop_mock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,11 +112,13 @@ def base_config(mock_url: str, decisions: str = "off", extra: str = "") -> str:
 
 
 @contextlib.asynccontextmanager
-async def gateway_in_process(config_text: str, decisions_path: Path | None = None) -> AsyncIterator[RunningGateway]:
+async def gateway_in_process(config_text: str, decisions_path: Path | None = None,
+                             http: Any = GatewayHttpProtocol) -> AsyncIterator[RunningGateway]:
+    """A gateway in this event loop; ``http="httptools"`` runs it without the disconnect hook."""
     gateway = Gateway(parse_config(config_text, environ={}))
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = _EmbeddedServer(uvicorn.Config(gateway, loop="asyncio", http="httptools", lifespan="on",
+    server = _EmbeddedServer(uvicorn.Config(gateway, loop="asyncio", http=http, lifespan="on",
                                             access_log=False, log_level="warning", log_config=None))
     server.task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:

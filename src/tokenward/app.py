@@ -7,6 +7,7 @@ mapped here, once, to an ``internal_error`` envelope with no detail for the clie
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import logging
 import os
@@ -29,8 +30,9 @@ log = logging.getLogger("tokenward")
 
 
 class Gateway:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, freeze_gc: bool = False) -> None:
         self.config = config
+        self._freeze_gc = freeze_gc
         self.services = Services(config)
         self.runner: Runner | None = None
         self._ids = itertools.count(1)
@@ -38,11 +40,17 @@ class Gateway:
         self._forwarder: Forwarder | None = None
         self._models = ModelList(config)
         self._metrics_public = config.server.expose_metrics
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def startup(self) -> None:
+        self._loop = asyncio.get_running_loop()
         await self.services.start()
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forward, self._respond_refusal, self._finish)
+        if self._freeze_gc:
+            # What start-up built lives as long as the process: keep it out of every GC pass.
+            gc.collect()
+            gc.freeze()
 
     async def shutdown(self) -> None:
         await self.services.stop()
@@ -86,7 +94,7 @@ class Gateway:
             return
         ctx = RequestContext(self._next_id(), scope["method"], path, scope["headers"], receive, send,
                              perf_counter_ns())
-        ctx.disconnect = DisconnectWatch(receive)
+        ctx.disconnect = DisconnectWatch(receive, self._loop)
         try:
             await runner.run(ctx)
         except asyncio.CancelledError:

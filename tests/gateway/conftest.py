@@ -15,9 +15,9 @@ async def mock():
 def make_gateway(mock, tmp_path):
     """make_gateway(extra_yaml) -> async context manager of a gateway in front of the mock."""
 
-    def factory(extra: str = ""):
+    def factory(extra: str = "", **kwargs):
         path = tmp_path / "decisions.jsonl"
-        return gateway_in_process(base_config(mock.url, decisions=str(path), extra=extra), path)
+        return gateway_in_process(base_config(mock.url, decisions=str(path), extra=extra), path, **kwargs)
 
     return factory
 
@@ -25,4 +25,12 @@ def make_gateway(mock, tmp_path):
 @pytest.fixture
 async def gw(make_gateway):
     async with make_gateway() as running:
+        yield running
+
+
+@pytest.fixture(params=["hook", "watcher-task"])
+async def any_gw(request, make_gateway):
+    """The gateway under its own protocol (disconnect hook) and under plain uvicorn (watcher task)."""
+    kwargs = {} if request.param == "hook" else {"http": "httptools"}
+    async with make_gateway(**kwargs) as running:
         yield running

@@ -43,8 +43,8 @@ async def _assert_generation_stopped(mock, cancelled_before: int) -> dict:
     return later
 
 
-async def test_disconnect_mid_stream_stops_generation_within_100ms(gw, mock):
-    reader, writer = await _open(gw, chat(max_tokens=2000, stream=True),
+async def test_disconnect_mid_stream_stops_generation_within_100ms(any_gw, mock):
+    reader, writer = await _open(any_gw, chat(max_tokens=2000, stream=True),
                                  {"x-mock-token-rate": "200", "x-mock-tokens": "2000"})
     seen = b""
     while seen.count(b"data: ") < 4:
@@ -59,20 +59,20 @@ async def test_disconnect_mid_stream_stops_generation_within_100ms(gw, mock):
     after = await _assert_generation_stopped(mock, 0)
     assert after["tokens_generated"] < 2000
     assert stats["cancelled"] == 1
-    record = gw.decisions()[-1]
+    record = any_gw.decisions()[-1]
     assert record["reason"] == "client_disconnected" and record["state"] == "aborted"
 
 
-async def test_disconnect_before_first_token(gw, mock):
-    reader, writer = await _open(gw, chat(stream=True), {"x-mock-delay-ms": "5000"})
+async def test_disconnect_before_first_token(any_gw, mock):
+    reader, writer = await _open(any_gw, chat(stream=True), {"x-mock-delay-ms": "5000"})
     await _wait_for(mock, lambda s: s["requests"] == 1)
     writer.transport.abort()
     after = await _assert_generation_stopped(mock, 0)
     assert after["tokens_generated"] == 0 and after["cancelled"] == 1
 
 
-async def test_disconnect_during_non_streaming_generation(gw, mock):
-    reader, writer = await _open(gw, chat(max_tokens=2000),
+async def test_disconnect_during_non_streaming_generation(any_gw, mock):
+    reader, writer = await _open(any_gw, chat(max_tokens=2000),
                                  {"x-mock-token-rate": "100", "x-mock-tokens": "2000"})
     await _wait_for(mock, lambda s: s["tokens_generated"] >= 3)
     writer.transport.abort()
@@ -80,13 +80,31 @@ async def test_disconnect_during_non_streaming_generation(gw, mock):
     assert after["tokens_generated"] < 2000 and after["cancelled"] == 1
 
 
-async def test_gateway_keeps_serving_after_disconnects(gw, mock):
+async def test_gateway_keeps_serving_after_disconnects(any_gw, mock):
     for _ in range(3):
-        reader, writer = await _open(gw, chat(stream=True), {"x-mock-hang": "1"})
+        reader, writer = await _open(any_gw, chat(stream=True), {"x-mock-hang": "1"})
         await _wait_for(mock, lambda s: s["requests"] >= 1)
         writer.transport.abort()
     await _wait_for(mock, lambda s: s["cancelled"] == 3)
-    reader, writer = await _open(gw, chat(max_tokens=2), {})
+    reader, writer = await _open(any_gw, chat(max_tokens=2), {})
     head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
     assert head.startswith(b"HTTP/1.1 200")
     writer.close()
+
+
+async def test_own_protocol_notices_disconnects_without_a_watcher_task(gw, mock, monkeypatch):
+    from tokenward.http.disconnect import DisconnectWatch
+
+    watchers = []
+    original = DisconnectWatch._watch
+
+    async def spy(self):
+        watchers.append(self)
+        await original(self)
+
+    monkeypatch.setattr(DisconnectWatch, "_watch", spy)
+    reader, writer = await _open(gw, chat(stream=True), {"x-mock-delay-ms": "5000"})
+    await _wait_for(mock, lambda s: s["requests"] == 1)
+    writer.transport.abort()
+    await _assert_generation_stopped(mock, 0)
+    assert watchers == []

@@ -15,3 +15,11 @@ def test_envelope_is_openai_shaped():
     assert body == {"error": {"message": "no budget", "type": "rate_limit_error", "param": "max_tokens",
                               "code": "token_budget"}}
     assert Refusal(Reason.body_too_large, "x").status == 413
+
+
+def test_reason_code_doc_lists_every_code_with_its_status():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reason-codes.md").read_text()
+    for reason in Reason:
+        assert f"| `{reason.name}` | {reason.status} | {reason.error_type} |" in doc, reason.name

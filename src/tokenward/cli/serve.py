@@ -25,12 +25,14 @@ def _run_worker(config: Config, sock: socket.socket) -> None:
     import uvicorn
 
     from ..app import Gateway
+    from ..http.protocol import GatewayHttpProtocol
 
     logging.basicConfig(level=config.logging.level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     uv_config = uvicorn.Config(
-        Gateway(config), loop="uvloop", http="httptools", lifespan="on", access_log=False,
+        Gateway(config, freeze_gc=True), loop="uvloop", http=GatewayHttpProtocol, lifespan="on", access_log=False,
         log_level="warning", timeout_keep_alive=30, server_header=False, date_header=False,
+        proxy_headers=False,
     )
     server = uvicorn.Server(uv_config)
     server.run(sockets=[sock])

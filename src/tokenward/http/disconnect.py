@@ -1,8 +1,9 @@
 """Notice a client that goes away while its request is being forwarded.
 
-ASGI servers report a disconnect only through ``receive()``, so while the backend works
-one task waits on it; if the client leaves, the request's task is cancelled, which
-aborts the backend connection (the backend sees its client go away and stops).
+If the client leaves, the request's task is cancelled, which aborts the backend
+connection (the backend sees its client go away and stops generating). Two ways to
+notice: under ``GatewayHttpProtocol`` the server calls a hook left on the request's
+cycle (no task); anywhere else one task waits on ``receive()`` for ``http.disconnect``.
 """
 
 from __future__ import annotations
@@ -10,36 +11,66 @@ from __future__ import annotations
 import asyncio
 
 from ..pipeline.context import Receive
+from .protocol import HOOK, GatewayHttpProtocol
+
+
+def _cycle_with_hook(receive: Receive):
+    """The uvicorn request cycle behind ``receive``, if its protocol calls our hook."""
+    cycle = getattr(receive, "__self__", None)
+    transport = getattr(cycle, "transport", None)
+    if transport is None:
+        return None
+    protocol = transport.get_protocol()
+    return cycle if getattr(protocol, "supports_disconnect_hook", False) else None
 
 
 class DisconnectWatch:
-    __slots__ = ("_receive", "_target", "_task", "armed", "fired")
+    __slots__ = ("_receive", "_loop", "_target", "_task", "_cycle", "armed", "fired")
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
         self._receive = receive
+        self._loop = loop
         self._target: asyncio.Task | None = None
         self._task: asyncio.Task | None = None
+        self._cycle = None
         self.armed = False
         self.fired = False
 
     def arm(self) -> None:
         """Start watching; call only after the request body has been read."""
-        self._target = asyncio.current_task()
+        self._target = asyncio.current_task(self._loop)
         self.armed = True
-        self._task = asyncio.get_running_loop().create_task(self._watch())
+        cycle = _cycle_with_hook(self._receive)
+        if cycle is not None:
+            if cycle.disconnected:
+                self._fire()
+                return
+            self._cycle = cycle
+            cycle.__dict__[HOOK] = self._fire
+            return
+        self._task = self._loop.create_task(self._watch())
 
     def disarm(self) -> None:
         # After the response ends the server reports a "disconnect" too; that one is not ours.
         self.armed = False
+        if self._cycle is not None:
+            self._cycle.__dict__.pop(HOOK, None)
+            self._cycle = None
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._task = None
+
+    def _fire(self) -> None:
+        if self.armed and self._target is not None and not self.fired:
+            self.fired = True
+            self._target.cancel()
 
     async def _watch(self) -> None:
         while self.armed:
             message = await self._receive()
             if message["type"] == "http.disconnect":
-                if self.armed and self._target is not None:
-                    self.fired = True
-                    self._target.cancel()
+                self._fire()
                 return
+
+
+__all__ = ["DisconnectWatch", "GatewayHttpProtocol"]

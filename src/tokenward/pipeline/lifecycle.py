@@ -34,6 +34,13 @@ _TRANSITIONS: dict[State, frozenset[State]] = {
 }
 TERMINAL = frozenset({_ST, _RJ, _AB})
 
+# Enum members hash in Python code; bit masks keep each move to two attribute reads.
+for _i, _state in enumerate(State):
+    _state.bit = 1 << _i
+for _state in State:
+    _state.allowed = sum(target.bit for target in _TRANSITIONS[_state])
+    _state.terminal = _state in TERMINAL
+
 
 class IllegalTransition(RuntimeError):
     pass
@@ -46,10 +53,10 @@ class Lifecycle:
         self.state = State.RECEIVED
 
     def move(self, target: State) -> None:
-        if target not in _TRANSITIONS[self.state]:
+        if not target.bit & self.state.allowed:
             raise IllegalTransition(f"{self.state.value} -> {target.value}")
         self.state = target
 
     @property
     def done(self) -> bool:
-        return self.state in TERMINAL
+        return self.state.terminal
