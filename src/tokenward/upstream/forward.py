@@ -49,6 +49,18 @@ def _fail(ctx: RequestContext, reason: Reason, message: str) -> Refusal:
     return Refusal(reason, message)
 
 
+async def _answer_failure(ctx: RequestContext, exc: UpstreamError, doing: str) -> Exit:
+    """Map a backend failure before the client got a byte to its refusal, and answer it."""
+    if isinstance(exc, UpstreamTimeout):
+        reason, message, usage = Reason.upstream_timeout, f"backend did not {doing} in time", UNKNOWN
+    else:
+        reason, message = Reason.upstream_unavailable, f"backend unavailable: {exc.detail}"
+        # A refused connection means the backend never saw the request.
+        usage = _NOTHING_DONE if isinstance(exc, UpstreamConnectError) else UNKNOWN
+    await send_refusal(ctx.send, _fail(ctx, reason, message), ctx.request_id.encode())
+    return Exit(ExitKind.UPSTREAM_FAILED, reason.name, usage)
+
+
 class Forwarder:
     def __init__(self, targets: TargetTable, stream: StreamConfig) -> None:
         self.targets = targets
@@ -73,18 +85,8 @@ class Forwarder:
         timeout = min(call.target.read_timeout, self.max_duration)
         try:
             resp = await call.target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
-        except UpstreamConnectError as exc:
-            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_unavailable, f"backend unavailable: {exc.detail}"),
-                               ctx.request_id.encode())
-            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable", _NOTHING_DONE)
-        except UpstreamTimeout:
-            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_timeout, "backend did not answer in time"),
-                               ctx.request_id.encode())
-            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_timeout", UNKNOWN)
         except UpstreamError as exc:
-            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_unavailable, f"backend failed: {exc.detail}"),
-                               ctx.request_id.encode())
-            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable", UNKNOWN)
+            return await _answer_failure(ctx, exc, "answer")
         ctx.upstream_status = resp.status
         try:
             if call.stream and resp.status == 200:
@@ -96,14 +98,8 @@ class Forwarder:
     async def _relay_whole(self, ctx: RequestContext, resp: UpstreamResponse, timeout: float) -> Exit:
         try:
             body = await resp.read(timeout=timeout)
-        except UpstreamTimeout:
-            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_timeout, "backend did not finish in time"),
-                               ctx.request_id.encode())
-            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_timeout", UNKNOWN)
         except UpstreamError as exc:
-            await send_refusal(ctx.send, _fail(ctx, Reason.upstream_unavailable, f"backend failed: {exc.detail}"),
-                               ctx.request_id.encode())
-            return Exit(ExitKind.UPSTREAM_FAILED, "upstream_unavailable", UNKNOWN)
+            return await _answer_failure(ctx, exc, "finish")
         if resp.status < 400:
             ctx.usage = _usage_from_body(body)
         else:
