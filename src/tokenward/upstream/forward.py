@@ -22,6 +22,7 @@ from ..reconcile.usage import UNKNOWN, Usage, from_reported
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout
 from .prepare import UpstreamCall, prepare
 from .sse import SseTap
+from .stream_clock import StreamClock
 from .targets import TargetTable
 
 _JSON_CT = (b"content-type", b"application/json")
@@ -66,6 +67,13 @@ class Forwarder:
         self.targets = targets
         self.max_duration = stream.max_duration_s
         self.idle_timeout = stream.idle_timeout_s
+        self._stream_clock: StreamClock | None = None
+
+    def _clock(self) -> StreamClock:
+        if self._stream_clock is None:
+            loop = asyncio.get_running_loop()
+            self._stream_clock = StreamClock(loop, self.idle_timeout, self.max_duration)
+        return self._stream_clock
 
     async def __call__(self, ctx: RequestContext) -> Exit:
         call = prepare(ctx, self.targets, ctx.route.upstream_path)
@@ -124,23 +132,26 @@ class Forwarder:
             headers += ctx.response_headers
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         tap = SseTap(drop_usage_event=not call.client_wants_usage)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.max_duration
-        idle = self.idle_timeout
-        while True:
-            left = deadline - loop.time()
-            try:
-                chunk = await resp.next_chunk(timeout=idle if idle < left else max(left, 0.0))
-            except UpstreamTimeout:
-                reason = Reason.stream_duration_exceeded if loop.time() >= deadline - 0.001 else Reason.stream_idle_timeout
-                return await self._end_stream(ctx, tap, reason, ExitKind.STREAM_TIMEOUT)
-            except UpstreamError:
-                return await self._end_stream(ctx, tap, Reason.upstream_unavailable, ExitKind.UPSTREAM_FAILED)
-            if chunk is None:
-                break
-            out = tap.feed(chunk)
-            if out:
-                await send({"type": "http.response.body", "body": out, "more_body": True})
+        clock = self._clock()
+        stream = clock.open(resp)
+        now = clock.now
+        try:
+            while True:
+                stream.waiting_since = now()
+                try:
+                    chunk = await resp.next_chunk(timeout=None)
+                except UpstreamError:
+                    if stream.expired is not None:
+                        return await self._end_stream(ctx, tap, stream.expired, ExitKind.STREAM_TIMEOUT)
+                    return await self._end_stream(ctx, tap, Reason.upstream_unavailable, ExitKind.UPSTREAM_FAILED)
+                stream.waiting_since = None
+                if chunk is None:
+                    break
+                out = tap.feed(chunk)
+                if out:
+                    await send({"type": "http.response.body", "body": out, "more_body": True})
+        finally:
+            clock.close(stream)
         await send({"type": "http.response.body", "body": tap.finish(), "more_body": False})
         ctx.usage = tap.counted
         return Exit(ExitKind.COMPLETED, None, ctx.usage)
