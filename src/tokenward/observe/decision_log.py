@@ -16,12 +16,7 @@ from typing import IO, Any
 import msgspec
 
 from ..pipeline.context import RequestContext
-
-
-class UsageRecord(msgspec.Struct, omit_defaults=True):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    source: str = "unknown"
+from ..reconcile.usage import Usage
 
 
 class DecisionRecord(msgspec.Struct, omit_defaults=True):
@@ -38,7 +33,7 @@ class DecisionRecord(msgspec.Struct, omit_defaults=True):
     tenant: str | None = None
     key_id: str | None = None
     upstream_status: int | None = None
-    usage: UsageRecord | None = None
+    usage: Usage | None = None
     stages_us: dict[str, float] | None = None
     duration_us: float = 0.0
     notes: dict[str, Any] | None = None
@@ -46,26 +41,17 @@ class DecisionRecord(msgspec.Struct, omit_defaults=True):
 
 def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
     principal = ctx.principal
-    usage = ctx.usage
+    # Positional, in field order: this runs once per request.
     return DecisionRecord(
-        ts=time.time(),
-        request_id=ctx.request_id,
-        method=ctx.method,
-        route=ctx.path,
-        state=ctx.lifecycle.state.value,
-        status=ctx.status,
-        decided_by=ctx.deciding_stage,
-        reason=ctx.reason,
-        model=ctx.model,
-        stream=ctx.stream,
-        tenant=getattr(principal, "tenant", None),
-        key_id=getattr(principal, "key_id", None),
-        upstream_status=ctx.upstream_status,
-        usage=UsageRecord(usage.prompt_tokens, usage.completion_tokens, usage.source)
-        if ctx.upstream_status is not None else None,
-        stages_us={name: ns / 1000 for name, ns in ctx.timings},
-        duration_us=(now_ns - ctx.started_ns) / 1000,
-        notes=ctx.notes,
+        time.time(), ctx.request_id, ctx.method, ctx.path, ctx.lifecycle.state.value, ctx.status,
+        ctx.deciding_stage, ctx.reason, ctx.model, ctx.stream,
+        principal.tenant if principal is not None else None,
+        principal.key_id if principal is not None else None,
+        ctx.upstream_status,
+        ctx.usage if ctx.upstream_status is not None else None,
+        {name: ns / 1000 for name, ns in ctx.timings},
+        (now_ns - ctx.started_ns) / 1000,
+        ctx.notes,
     )
 
 
