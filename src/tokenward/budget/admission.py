@@ -75,6 +75,7 @@ class Admitter:
         self.local = Guarded(MemoryStore(), None)
         self.local_budgets = Budgets(config, cfg.fail_open_fraction)
         self._seen: set[str] = set()
+        self._configured = frozenset(config.tenants)
         reconcilers = [(self.shared, Reconciler(store, self._namespaces, clock))]
         if not shared_is_local:
             reconcilers.append((self.local, Reconciler(self.local.store, self._namespaces, clock)))
@@ -94,69 +95,84 @@ class Admitter:
     async def reserve(self, tenant: str, tier: str, plan: PlanConfig, key_id: str | None, model: str | None,
                       upstream: str | None, tokens: int, cost: int) -> Decision:
         now_ms = self.now_ms()
-        rid = self._id_prefix + format(next(self._ids), "x")
+        rid = self._id_prefix + "%x" % next(self._ids)
         guarded, budgets = self.shared, self.budgets
-        parts = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+        parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
         outcomes = None
-        if guarded.allow():
+        if guarded.now is not None:
+            outcomes = list(map(guarded.now.reserve_now, calls))
+        elif guarded.allow():
             try:
-                outcomes = await guarded.call(guarded.store.reserve, [call for _, call in parts])
+                outcomes = await guarded.call(guarded.store.reserve, calls)
             except StoreUnavailable:
                 # It may have reserved before the answer was lost: void it once the store is back.
-                self.keeper.retry_later(guarded, [_void(call, now_ms) for _, call in parts])
+                self.keeper.retry_later(guarded, [_void(call, now_ms) for call in calls])
             except BaseException:
                 # Cancelled (the client left) with the reservation perhaps made: void it now,
                 # outside this request's task, rather than hold it until its lease ends.
-                self._in_background(self._settle_calls(guarded, [_void(call, now_ms) for _, call in parts]))
+                self._in_background(self._settle_calls(guarded, [_void(call, now_ms) for call in calls]))
                 raise
         if outcomes is None:
             if not (self.all_open or tier in self.open_tiers):
                 return UNAVAILABLE
             guarded, budgets = self.local, self.local_budgets
-            parts = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
-            outcomes = await guarded.store.reserve([call for _, call in parts])
-        return await self._decide(guarded, rid, parts, outcomes, now_ms)
+            parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+            outcomes = list(map(guarded.now.reserve_now, calls))  # type: ignore[union-attr]
+        decision, voids = self._decide(guarded, rid, parts, calls, outcomes, now_ms)
+        if voids:
+            await self._settle_calls(guarded, voids)
+        return decision
 
     def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None, model: str | None,
                upstream: str | None, tokens: int, cost: int, rid: str,
-               now_ms: int) -> list[tuple[TenantBudget, ReserveCall]]:
+               now_ms: int) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
         lease_until = now_ms + self.lease_ms
         budget = budgets.tenant(tenant, plan, key_id, now_ms)
-        if tenant not in self.config.tenants and len(self._seen) < 10_000:
+        if tenant not in self._configured and len(self._seen) < 10_000:
             self._seen.add(budget.layout.namespace)
-        parts = [(budget, ReserveCall(budget.layout, rid, now_ms, lease_until, budget.amounts(tokens, cost)))]
-        capacity = budgets.capacity(tenant, model, upstream, plan.shadow)
-        if capacity is not None:
-            parts.append((capacity, ReserveCall(capacity.layout, rid, now_ms, lease_until,
-                                                capacity.amounts(tokens, cost))))
-        return parts
+        call = ReserveCall(budget.layout, rid, now_ms, lease_until, budget.amounts(tokens, cost))
+        capacity = budgets.capacity(tenant, model, upstream, plan.shadow) if budgets.has_capacity else None
+        if capacity is None:
+            return (budget,), [call]
+        return (budget, capacity), [call, ReserveCall(capacity.layout, rid, now_ms, lease_until,
+                                                      capacity.amounts(tokens, cost))]
 
-    async def _decide(self, guarded: Guarded, rid: str, parts: list[tuple[TenantBudget, ReserveCall]],
-                      outcomes: list[Outcome], now_ms: int) -> Decision:
-        names = parts[0][0].names if len(parts) == 1 else tuple(n for budget, _ in parts for n in budget.names)
+    def _decide(self, guarded: Guarded, rid: str, parts: tuple[TenantBudget, ...], calls: list[ReserveCall],
+                outcomes: list[Outcome], now_ms: int) -> tuple[Decision, list[SettleCall]]:
+        """The decision, and the halves to void when another half refused."""
+        local = guarded is self.local
+        first = outcomes[0]
+        if len(parts) == 1:
+            names = parts[0].names
+            if first.ok:
+                layout = parts[0].layout
+                ticket = Ticket(rid, guarded.store, ((layout, layout.record_key(rid)),))
+                self.keeper.hold(ticket)
+                shadow = tuple(names[i] for i in first.shadow) if first.shadow else ()
+                return Decision(ticket, headers=parts[0].headers(first.levels), shadow=shadow,
+                                limits=names, local=local), []
+        else:
+            names = tuple(n for budget in parts for n in budget.names)
         shadow: tuple[str, ...] = ()
         refused = None
-        for (budget, _), o in zip(parts, outcomes):
+        for budget, o in zip(parts, outcomes):
             if o.shadow:
                 shadow += tuple(budget.names[i] for i in o.shadow)
             if not o.ok and refused is None:
                 refused = (budget, o)
-        local = guarded is self.local
         if refused is None:
-            ticket = Ticket(rid, guarded.store, [(budget.layout, budget.layout.record_key(rid)) for budget, _ in parts])
+            ticket = Ticket(rid, guarded.store, tuple((b.layout, b.layout.record_key(rid)) for b in parts))
             self.keeper.hold(ticket)
-            return Decision(ticket, headers=parts[0][0].headers(outcomes[0].levels), shadow=shadow,
-                            limits=names, local=local)
-        voids = [_void(call, now_ms) for (_, call), o in zip(parts, outcomes) if o.ok]
-        if voids:
-            await self._settle_calls(guarded, voids)
+            return Decision(ticket, headers=parts[0].headers(first.levels), shadow=shadow,
+                            limits=names, local=local), []
+        voids = [_void(call, now_ms) for call, o in zip(calls, outcomes) if o.ok]
         budget, outcome = refused
         limit = budget.names[outcome.failed]
         reason = REASONS[limit]
         retry = policy.retry_after_s(outcome.retry_ms) if reason in (Reason.token_budget, Reason.rate_limited) else None
         terminal = reason is Reason.spend_cap or (reason is Reason.token_budget and retry is None)
         return Decision(reason=reason, limit=limit, retry_after=retry, terminal=terminal, shadow=shadow,
-                        limits=names, local=local)
+                        limits=names, local=local), voids
 
     async def settle(self, ticket: Ticket, tokens: int, cost: int, mode: str) -> bool:
         """Settle a held reservation once; False if it was already settled."""
@@ -169,7 +185,12 @@ class Admitter:
         calls = [SettleCall(layout.leases_key, rid, record_key, layout.keys, now_ms, tokens, cost, mode, layout)
                  for layout, record_key in ticket.parts]
         guarded = self.local if ticket.store is self.local.store else self.shared
-        await self._settle_calls(guarded, calls)
+        store_now = guarded.now
+        if store_now is not None:
+            for call in calls:
+                store_now.settle_now(call)
+        else:
+            await self._settle_calls(guarded, calls)
         return True
 
     async def _settle_calls(self, guarded: Guarded, calls: list[SettleCall]) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 import re
 from typing import NamedTuple
 
@@ -101,7 +102,8 @@ def tenant_specs(plan: PlanConfig, key_id: str | None, periods: policy.Periods, 
 class TenantBudget:
     """One namespace's checks for one kind of caller, with what a request needs per check."""
 
-    __slots__ = ("layout", "names", "units", "tokens_at", "requests_at", "day", "plan", "static_headers")
+    __slots__ = ("layout", "names", "units", "tokens_at", "requests_at", "day", "day_number", "plan",
+                 "static_headers", "_reported", "_amounts")
 
     def __init__(self, namespace: str, specs: list[_Spec], shadow: tuple[str, ...], day: str,
                  plan: PlanConfig | None = None) -> None:
@@ -113,24 +115,28 @@ class TenantBudget:
         self.tokens_at = self.names.index("tokens") if "tokens" in self.names else -1
         self.requests_at = self.names.index("requests") if "requests" in self.names else -1
         self.day = day
+        self.day_number = int(day) if day else -1
         self.plan = plan
         self.static_headers = _limit_headers(checks, self.tokens_at, self.requests_at)
+        # Per header-reporting bucket: where it is, its capacity and refill, its header names.
+        self._reported = tuple((at, checks[at].p1, checks[at].p2, b"x-ratelimit-remaining-" + what,
+                                b"x-ratelimit-reset-" + what)
+                               for at, what in ((self.tokens_at, b"tokens"), (self.requests_at, b"requests"))
+                               if at >= 0)
+        self._amounts = _amounts_builder(self.units)
 
     def amounts(self, tokens: int, cost: int) -> list[int]:
-        return [tokens if u == TOKENS else cost if u == COST else 1 for u in self.units]
+        return self._amounts(tokens, cost)
 
     def headers(self, levels: tuple[int, ...]) -> list[tuple[bytes, bytes]]:
         """OpenAI-style x-ratelimit-* headers from the levels a reservation left."""
         if not levels:
             return []
         out = list(self.static_headers)
-        checks = self.layout.checks
-        for at, what in ((self.tokens_at, b"tokens"), (self.requests_at, b"requests")):
-            if at >= 0:
-                c, level = checks[at], levels[at]
-                out.append((b"x-ratelimit-remaining-" + what, b"%d" % (level // SCALE)))
-                out.append((b"x-ratelimit-reset-" + what,
-                            policy.format_reset(policy.full_after_ms(level, c.p1, c.p2)).encode()))
+        for at, cap, rate, remaining, reset in self._reported:
+            level = levels[at]
+            out.append((remaining, b"%d" % (level // SCALE)))
+            out.append((reset, policy.format_reset_bytes(policy.full_after_ms(level, cap, rate))))
         return out
 
 
@@ -143,6 +149,15 @@ def _limit_headers(checks: list[Check], tokens_at: int, requests_at: int) -> tup
     return tuple(out)
 
 
+def _amounts_builder(units: tuple[str, ...]):
+    """A function (tokens, cost) -> the amount per check, for this order of units."""
+    picks = tuple(0 if u == TOKENS else 1 if u == COST else 2 for u in units)
+    if len(picks) < 2:
+        return lambda tokens, cost: [(tokens, cost, 1)[p] for p in picks]
+    pick = operator.itemgetter(*picks)
+    return lambda tokens, cost: list(pick((tokens, cost, 1)))
+
+
 class Budgets:
     """Cached ``TenantBudget``s for one store (the shared one, or a fail-open local one)."""
 
@@ -152,14 +167,16 @@ class Budgets:
         self._tenants: dict[tuple[str, str | None], TenantBudget] = {}
         self._capacity = _capacity_table(config)
         self._capacity_budgets: dict[tuple[str, str], TenantBudget | None] = {}
+        self.has_capacity = bool(self._capacity)
 
     def tenant(self, tenant: str, plan: PlanConfig, key_id: str | None, now_ms: int) -> TenantBudget:
         per_key = plan.key_tokens_per_minute is not None or plan.key_requests_per_minute is not None
         cache_key = (tenant, key_id if per_key else None)
         budget = self._tenants.get(cache_key)
-        day = str(now_ms // policy.DAY_MS)
-        if budget is not None and budget.day == day and (budget.plan is plan or budget.plan == plan):
+        day_number = now_ms // policy.DAY_MS
+        if budget is not None and budget.day_number == day_number and (budget.plan is plan or budget.plan == plan):
             return budget
+        day = str(day_number)
         if len(self._tenants) > 50_000:
             self._tenants.clear()  # bounded: a key-id flood cannot grow it without end
         specs = tenant_specs(plan, cache_key[1], policy.periods(now_ms), self.fraction)

@@ -13,6 +13,9 @@ from .policy import Check, Outcome
 from .store import ALREADY_RESERVED, LEASE_LIVE, SETTLED, UNKNOWN, LeaseRenewal, ReserveCall, SettleCall
 
 
+_NO_LEASES: dict[str, int] = {}  # read-only stand-in for a namespace without leases
+
+
 class _Record:
     __slots__ = ("checks", "amounts", "debits", "keys")
 
@@ -52,7 +55,10 @@ class MemoryStore:
             if c.kind == policy.SPEND:
                 self._expires[c.key] = c.p2
         self._records[record_key] = _Record(checks, amounts, debits, layout.keys)
-        self._leases.setdefault(layout.leases_key, {})[call.reservation_id] = call.lease_until_ms
+        leases = self._leases.get(layout.leases_key)
+        if leases is None:
+            leases = self._leases[layout.leases_key] = {}
+        leases[call.reservation_id] = call.lease_until_ms
         return outcome
 
     async def settle(self, calls: Sequence[SettleCall]) -> list[int]:
@@ -60,9 +66,10 @@ class MemoryStore:
 
     def settle_now(self, call: SettleCall) -> int:
         record = self._records.get(call.record_key)
-        leases = self._leases.get(call.leases_key, {})
+        leases = self._leases.get(call.leases_key, _NO_LEASES)
         if record is None:
-            leases.pop(call.reservation_id, None)  # an orphaned lease, if any
+            if leases:
+                leases.pop(call.reservation_id, None)  # an orphaned lease, if any
             return UNKNOWN
         mode = call.mode
         if mode == policy.EXPIRED:
@@ -82,7 +89,8 @@ class MemoryStore:
             else:
                 values[key] = state
         del self._records[call.record_key]
-        leases.pop(call.reservation_id, None)
+        if leases:
+            leases.pop(call.reservation_id, None)
         return SETTLED
 
     async def renew(self, renewals: Sequence[LeaseRenewal]) -> None:

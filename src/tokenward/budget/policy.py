@@ -98,15 +98,15 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
     shadow: list[int] = []
     carry = -1   # what a soft check left for the check after it (-1: nothing pending)
     for i in range(n):
-        c = checks[i]
+        _key, kind, _unit, p1, p2, enforce = checks[i]
         # The check after a soft one takes what it left; its own amount is the same total.
         need = amounts[i] if carry < 0 else carry
         carry = -1
         fits = True
-        if c.kind == BUCKET or c.kind == SOFT:
-            level, ts = refill(states[i], c.p1, c.p2, now_ms)
+        if kind == BUCKET or kind == SOFT:
+            level, ts = refill(states[i], p1, p2, now_ms)
             scaled = need * SCALE
-            if c.kind == SOFT:
+            if kind == SOFT:
                 take = min(level // SCALE, need)
                 carry = need - take
                 debits[i] = take
@@ -116,23 +116,23 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
                 level -= scaled
             else:
                 fits = False
-                if c.enforce:
-                    w = wait_ms(scaled - level, c.p2) if scaled <= c.p1 else -1
+                if enforce:
+                    w = wait_ms(scaled - level, p2) if scaled <= p1 else -1
                     retry = -1 if w < 0 or retry < 0 else max(retry, w)
             new_states[i] = (level, ts)
             levels[i] = level
         else:
             current = states[i] or 0
-            fits = current + need <= c.p1
-            if fits or not c.enforce:
+            fits = current + need <= p1
+            if fits or not enforce:
                 debits[i] = need
                 current += need
-            elif c.enforce:
+            elif enforce:
                 retry = -1
             new_states[i] = current
             levels[i] = current
         if not fits:
-            if c.enforce:
+            if enforce:
                 if failed < 0:
                     failed = i
             else:
@@ -173,18 +173,25 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
     """
     out: list = [None] * len(checks)
     attributed = 0
-    for i, c in enumerate(checks):
+    void, on_usage = mode == VOID, mode == SETTLE
+    for i, (_key, kind, unit, p1, p2, _enforce) in enumerate(checks):
         debit = debits[i]
-        actual = actual_for(c.unit, amounts[i], tokens, cost, mode) - attributed
+        # actual_for, inlined: this runs once per check of every request
+        if void:
+            actual = 0
+        elif not on_usage or unit == REQUEST:
+            actual = amounts[i]
+        else:
+            actual = tokens if unit == TOKENS else cost if unit == COST else 0
+        actual -= attributed
         attributed = 0
-        kind = c.kind
         if kind == BUCKET or kind == SOFT:
             if kind == SOFT:
                 attributed = min(max(actual, 0), debit)
                 actual = attributed
-            level, ts = refill(states[i], c.p1, c.p2, now_ms)  # type: ignore[arg-type]
+            level, ts = refill(states[i], p1, p2, now_ms)  # type: ignore[arg-type]
             level += (debit - actual) * SCALE
-            out[i] = (min(max(level, 0), c.p1), ts)
+            out[i] = (min(max(level, 0), p1), ts)
         elif kind == GAUGE:
             out[i] = max((states[i] or 0) - debit, 0)  # type: ignore[operator]
         else:
@@ -208,6 +215,19 @@ def format_reset(ms: int) -> str:
 
 
 _resets: dict[int, str] = {}
+
+
+def format_reset_bytes(ms: int) -> bytes:
+    """``format_reset`` as a header value, cached the same way."""
+    value = _reset_bytes.get(ms)
+    if value is None:
+        if len(_reset_bytes) > 8192:
+            _reset_bytes.clear()
+        value = _reset_bytes[ms] = format_reset(ms).encode()
+    return value
+
+
+_reset_bytes: dict[int, bytes] = {}
 
 
 def _format_reset(ms: int) -> str:

@@ -48,6 +48,7 @@ class _Peek(msgspec.Struct):
 
 _peek = msgspec.json.Decoder(_Peek).decode
 _NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
+_UNPRICED = (policy.FREE, None)
 
 
 def _int(value: object) -> int | None:
@@ -72,6 +73,7 @@ class AdmissionStage(BaseStage):
         self.admitter = admitter
         self._models = {name: (Prices.per_million(m.input_price_per_million, m.output_price_per_million), m.upstream)
                         for name, m in config.models.items()}
+        self._shared_store = admitter.shared.store.name
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         principal = ctx.principal
@@ -84,20 +86,23 @@ class AdmissionStage(BaseStage):
         entitlement = ctx.entitlement
         plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
         estimate = self._estimate(ctx, plan)
-        prices_upstream = self._models.get(estimate.model) if estimate.model is not None else None
+        model = estimate.model
+        priced = self._models.get(model) if model is not None else None
         decision = await self.admitter.reserve(
-            principal.tenant, principal.plan_name, plan, principal.key_id, estimate.model,
-            prices_upstream[1] if prices_upstream else None, estimate.tokens, estimate.cost)
+            principal.tenant, principal.plan_name, plan, principal.key_id, model,
+            priced[1] if priced is not None else None, estimate.tokens, estimate.cost)
+        limits = decision.limits
         record = {"estimated_input": estimate.input, "reserved": estimate.tokens, "reserved_cost": estimate.cost,
-                  "limits": decision.limits, "store": "local" if decision.local else self.admitter.shared.store.name}
+                  "limits": limits, "store": "local" if decision.local else self._shared_store}
         if decision.shadow:
             record["shadow_would_reject"] = decision.shadow
         ctx.note("budget", record)
-        if not decision.admitted:
+        ticket = decision.ticket
+        if ticket is None:
             record["refused_by"] = decision.limit or "store"
             return _refusal(decision, estimate)
-        ctx.reservation = Reservation(decision.ticket.reservation_id, principal.tenant, estimate.tokens,  # type: ignore[union-attr]
-                                      estimate.cost, stream_slot="streams" in decision.limits, limits=decision.limits)
+        ctx.reservation = Reservation(ticket.reservation_id, principal.tenant, estimate.tokens,
+                                      estimate.cost, "streams" in limits, limits)
         if decision.headers:
             ctx.response_headers.extend(decision.headers)
         return None
@@ -105,11 +110,13 @@ class AdmissionStage(BaseStage):
     def _estimate(self, ctx: RequestContext, plan: PlanConfig) -> Estimate:
         work = ctx.work
         model, max_out, n = self._peek(ctx)
-        prices = self._models.get(model, (policy.FREE, None))[0] if model is not None else policy.FREE
+        priced = self._models.get(model) if model is not None else None
+        prices = priced[0] if priced is not None else policy.FREE
         if work is not None:
             tokens = work.reserve_tokens
-            return Estimate(work.input_tokens, tokens, prices.cost(work.input_tokens, max(tokens - work.input_tokens, 0)),
-                            model)
+            input_tokens = work.input_tokens
+            output = tokens - input_tokens
+            return Estimate(input_tokens, tokens, prices.cost(input_tokens, output if output > 0 else 0), model)
         if ctx.route.path in _NO_OUTPUT_ROUTES:
             output = 0
         else:
@@ -156,7 +163,7 @@ class AdmissionStage(BaseStage):
             if prompt is None:
                 prompt = record["estimated_input"] if isinstance(record, dict) else reservation.tokens
             tokens = prompt + (usage.completion_tokens or 0)
-            prices = self._models.get(ctx.model or "", (policy.FREE, None))[0]
+            prices = self._models.get(ctx.model or "", _UNPRICED)[0]
             cost = prices.cost(prompt, usage.completion_tokens or 0)
             mode = policy.SETTLE
         elif backend_saw_it:
