@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import httpx
 
 from tests.support import chat
 

@@ -20,7 +20,8 @@ import re
 from typing import NamedTuple
 
 from ..config.schema import CapacityConfig, Config, PlanConfig
-from ..errors import ConfigError, Reason
+from ..config.loader import check_capacity
+from ..errors import Reason
 from . import policy
 from .policy import BUCKET, COST, GAUGE, REQUEST, SCALE, SLOT, SOFT, SPEND, TOKENS, Check
 from .store import Layout
@@ -213,17 +214,5 @@ class Budgets:
 
 
 def _capacity_table(config: Config) -> dict[str, CapacityConfig]:
-    for name, cap in config.capacity.items():
-        where = f"capacity.{name}"
-        if name not in config.models and name not in config.upstreams:
-            raise ConfigError(where, f"{name!r} is neither a model nor an upstream")
-        if cap.tokens_per_minute <= 0:
-            raise ConfigError(f"{where}.tokens_per_minute", "must be > 0")
-        for tenant, share in cap.shares.items():
-            if tenant not in config.tenants:
-                raise ConfigError(f"{where}.shares.{tenant}", f"unknown tenant {tenant!r}")
-            if not 0 < share < 1:
-                raise ConfigError(f"{where}.shares.{tenant}", "must be between 0 and 1")
-        if sum(cap.shares.values()) >= 1:
-            raise ConfigError(f"{where}.shares", "guaranteed shares must leave a shared reserve (sum < 1)")
+    check_capacity(config)  # the loader already did; kept for configs built in code
     return dict(config.capacity)

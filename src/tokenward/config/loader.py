@@ -119,11 +119,29 @@ def _check_references(cfg: Config) -> None:
         base = msgspec.structs.asdict(cfg.plans[tenant.plan])
         merged = {**{k: list(v) if isinstance(v, tuple) else v for k, v in base.items()}, **tenant.overrides}
         _convert(merged, PlanConfig, f"tenants.{name}.overrides")
+    check_capacity(cfg)
     if cfg.demo is not None and cfg.demo.tenant not in cfg.tenants:
         raise ConfigError("demo.tenant", f"unknown tenant {cfg.demo.tenant!r}")
     for i, route in enumerate(cfg.routes or ()):
         if not route.path.startswith("/"):
             raise ConfigError(f"routes[{i}].path", "must start with '/'")
+
+
+def check_capacity(cfg: Config) -> None:
+    """Service-wide capacity entries name a model or an upstream; shares leave a reserve."""
+    for name, cap in cfg.capacity.items():
+        where = f"capacity.{name}"
+        if name not in cfg.models and name not in cfg.upstreams:
+            raise ConfigError(where, f"{name!r} is neither a model nor an upstream")
+        if cap.tokens_per_minute <= 0:
+            raise ConfigError(f"{where}.tokens_per_minute", "must be > 0")
+        for tenant, share in cap.shares.items():
+            if tenant not in cfg.tenants:
+                raise ConfigError(f"{where}.shares.{tenant}", f"unknown tenant {tenant!r}")
+            if not 0 < share < 1:
+                raise ConfigError(f"{where}.shares.{tenant}", "must be between 0 and 1")
+        if sum(cap.shares.values()) >= 1:
+            raise ConfigError(f"{where}.shares", "guaranteed shares must leave a shared reserve (sum < 1)")
 
 
 _UPSTREAM_ENV = re.compile(r"^TOKENWARD_UPSTREAM_([A-Z0-9_]+)_URL$")
