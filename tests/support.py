@@ -111,33 +111,44 @@ def base_config(mock_url: str, decisions: str = "off", extra: str = "") -> str:
     return BASE_CONFIG.format(mock_url=mock_url, decisions=decisions, keystore=keystore) + extra
 
 
-@contextlib.asynccontextmanager
-async def gateway_in_process(config_text: str, decisions_path: Path | None = None,
-                             http: Any = GatewayHttpProtocol) -> AsyncIterator[RunningGateway]:
-    """A gateway in this event loop; ``http="httptools"`` runs it without the disconnect hook."""
-    gateway = Gateway(parse_config(config_text, environ={}))
+async def start_app(app: Any, http: Any = GatewayHttpProtocol) -> tuple[_EmbeddedServer, int]:
+    """Serve an ASGI app in this event loop on a port the OS picks; return once it accepts."""
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = _EmbeddedServer(uvicorn.Config(gateway, loop="asyncio", http=http, lifespan="on",
+    server = _EmbeddedServer(uvicorn.Config(app, loop="asyncio", http=http, lifespan="on",
                                             access_log=False, log_level="warning", log_config=None))
     server.task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:
         if server.task.done():
             server.task.result()
-            raise RuntimeError("gateway exited during start-up")
+            raise RuntimeError("server exited during start-up")
         await asyncio.sleep(0.002)
+    return server, port
+
+
+async def stop_app(server: _EmbeddedServer) -> None:
+    """Stop a server from ``start_app``; requests still open are cut off."""
+    server.should_exit = True
+    for conn in list(server.server_state.connections):
+        transport = getattr(conn, "transport", None)
+        if transport is not None:
+            transport.abort()
+    await server.task
+
+
+@contextlib.asynccontextmanager
+async def gateway_in_process(config_text: str, decisions_path: Path | None = None,
+                             http: Any = GatewayHttpProtocol) -> AsyncIterator[RunningGateway]:
+    """A gateway in this event loop; ``http="httptools"`` runs it without the disconnect hook."""
+    gateway = Gateway(parse_config(config_text, environ={}))
+    server, port = await start_app(gateway, http)
     running = RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
     if gateway.config.tenants and "keys" in gateway.services.extras:
         running.key = await running.new_key(next(iter(gateway.config.tenants)))
     try:
         yield running
     finally:
-        server.should_exit = True
-        for conn in list(server.server_state.connections):
-            transport = getattr(conn, "transport", None)
-            if transport is not None:
-                transport.abort()
-        await server.task
+        await stop_app(server)
 
 
 @dataclass

@@ -14,14 +14,13 @@ from typing import Any, AsyncIterator, Callable
 
 import httpx
 import orjson
-import uvicorn
 import yaml
 
+from tests.support import start_app, stop_app
 from tokenward.app import Gateway
 from tokenward.budget.limits import tenant_namespace
 from tokenward.config.loader import parse_config
 from tokenward.mock import start_mock, stop_mock
-from tokenward.mock.server import bind_socket
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -86,12 +85,6 @@ async def backend() -> AsyncIterator[Backend]:
         await stop_mock(server)
 
 
-class _Embedded(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self):
-        yield
-
-
 class InProcess:
     def __init__(self, gateway: Gateway, port: int, decisions: Path) -> None:
         self.gateway = gateway
@@ -147,23 +140,13 @@ async def in_process(config_path: Path, clock: Callable[[], float] | None = None
     gateway = Gateway(config)
     if clock is not None:
         gateway.services.extras["clock"] = clock
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = _Embedded(uvicorn.Config(gateway, loop="asyncio", http="httptools", lifespan="on",
-                                      access_log=False, log_level="warning", log_config=None))
-    server.task = asyncio.ensure_future(server.serve(sockets=[sock]))
-    while not server.started:
-        if server.task.done():
-            server.task.result()
-            raise RuntimeError("gateway exited during start-up")
-        await asyncio.sleep(0.005)
+    server, port = await start_app(gateway, "httptools")
     running = InProcess(gateway, port, Path(config.logging.decisions))
     try:
         yield running
     finally:
         await running.client.aclose()
-        server.should_exit = True
-        await server.task
+        await stop_app(server)
 
 
 class Process:

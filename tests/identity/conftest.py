@@ -12,7 +12,6 @@ from typing import Any, AsyncIterator
 
 import httpx
 import pytest
-import uvicorn
 import yaml
 
 from tests.fixtures.postgres_server import postgres_server  # noqa: F401
@@ -20,7 +19,7 @@ from tests.fixtures.redis_server import redis_server, redis_server_session  # no
 from tokenward.app import Gateway
 from tokenward.config.loader import parse_config
 from tokenward.mock import start_mock, stop_mock
-from tokenward.mock.server import bind_socket
+from tests.support import start_app, stop_app
 
 ADMIN_TOKEN_ENV = "TW_TEST_ADMIN_TOKEN"
 ADMIN_TOKEN = "admin-secret-for-tests-0123456789"
@@ -84,14 +83,8 @@ def write_config(tmp_path: Path, mock_port: int, **sections: Any) -> Path:
     return path
 
 
-class _Embedded(uvicorn.Server):
-    @contextlib.contextmanager
-    def capture_signals(self):
-        yield
-
-
 class RunningGateway:
-    def __init__(self, gateway: Gateway, server: _Embedded, port: int, client: httpx.AsyncClient,
+    def __init__(self, gateway: Gateway, server: Any, port: int, client: httpx.AsyncClient,
                  config_path: Path) -> None:
         self.gateway = gateway
         self.server = server
@@ -116,8 +109,7 @@ class RunningGateway:
 
     async def stop(self) -> None:
         await self.client.aclose()
-        self.server.should_exit = True
-        await self.server.task
+        await stop_app(self.server)
 
 
 @contextlib.asynccontextmanager
@@ -125,19 +117,10 @@ async def run_gateway(config_path: Path, environ: dict[str, str] | None = None) 
     env = {**os.environ, ADMIN_TOKEN_ENV: ADMIN_TOKEN, **(environ or {})}
     config = parse_config(config_path.read_text(), env)
     gateway = Gateway(config)
-    sock = bind_socket("127.0.0.1", 0)
-    port = sock.getsockname()[1]
-    server = _Embedded(uvicorn.Config(gateway, loop="asyncio", http="httptools", lifespan="on",
-                                      access_log=False, log_level="warning", log_config=None))
     old = os.environ.get(ADMIN_TOKEN_ENV)
     os.environ[ADMIN_TOKEN_ENV] = env[ADMIN_TOKEN_ENV]
     try:
-        server.task = asyncio.ensure_future(server.serve(sockets=[sock]))
-        while not server.started:
-            if server.task.done():
-                server.task.result()
-                raise RuntimeError("gateway exited during start-up")
-            await asyncio.sleep(0.005)
+        server, port = await start_app(gateway, "httptools")
     finally:
         if old is None:
             os.environ.pop(ADMIN_TOKEN_ENV, None)
