@@ -264,16 +264,14 @@ class VllmSampling(VllmCommon, kw_only=True):
 # -- the three routes ----------------------------------------------------------------
 
 
-class ChatCompletionRequest(VllmSampling, kw_only=True):
+class GenerationRequest(VllmSampling, kw_only=True):
+    """The OpenAI fields chat and completions share, with the same bounds."""
+
     model: Identifier
-    messages: Annotated[list[Message], Meta(min_length=1)]
     frequency_penalty: Opt[Penalty] = UNSET
     presence_penalty: Opt[Penalty] = UNSET
     logit_bias: Opt[LogitBias] = UNSET
-    logprobs: Opt[bool] = UNSET
-    top_logprobs: Opt[Annotated[int, Meta(ge=0, le=20)]] = UNSET
     max_tokens: Opt[PositiveInt] = UNSET
-    max_completion_tokens: Opt[PositiveInt] = UNSET
     n: Opt[PositiveInt] = UNSET
     seed: Opt[Seed] = UNSET
     stop: Opt[Stop] = UNSET
@@ -281,11 +279,18 @@ class ChatCompletionRequest(VllmSampling, kw_only=True):
     stream_options: Opt[StreamOptions] = UNSET
     temperature: Opt[Annotated[float, Meta(ge=0.0, le=2.0)]] = UNSET
     top_p: Opt[Annotated[float, Meta(ge=0.0, le=1.0)]] = UNSET
+    user: Opt[ShortText] = UNSET
+    response_format: Opt[ResponseFormat] = UNSET  # vLLM accepts it on completions too
+
+
+class ChatCompletionRequest(GenerationRequest, kw_only=True):
+    messages: Annotated[list[Message], Meta(min_length=1)]
+    logprobs: Opt[bool] = UNSET
+    top_logprobs: Opt[Annotated[int, Meta(ge=0, le=20)]] = UNSET
+    max_completion_tokens: Opt[PositiveInt] = UNSET
     tools: Opt[list[Tool]] = UNSET
     tool_choice: Opt[ToolChoice] = UNSET
     parallel_tool_calls: Opt[bool] = UNSET
-    response_format: Opt[ResponseFormat] = UNSET
-    user: Opt[ShortText] = UNSET
     metadata: Opt[Annotated[dict[Annotated[str, Meta(max_length=64)], Annotated[str, Meta(max_length=512)]],
                             Meta(max_length=16)]] = UNSET
     store: Opt[bool] = UNSET
@@ -304,27 +309,13 @@ class ChatCompletionRequest(VllmSampling, kw_only=True):
     mm_processor_kwargs: RawJson = UNSET
 
 
-class CompletionRequest(VllmSampling, kw_only=True):
-    model: Identifier
+class CompletionRequest(GenerationRequest, kw_only=True):
     # Required unless vLLM's prompt_embeds is enabled and given (checked by ``request``).
     prompt: Union[PromptInput, UnsetType] = UNSET
     best_of: Opt[PositiveInt] = UNSET
     echo: Opt[bool] = UNSET
-    frequency_penalty: Opt[Penalty] = UNSET
-    presence_penalty: Opt[Penalty] = UNSET
-    logit_bias: Opt[LogitBias] = UNSET
     logprobs: Opt[Annotated[int, Meta(ge=0, le=5)]] = UNSET
-    max_tokens: Opt[PositiveInt] = UNSET
-    n: Opt[PositiveInt] = UNSET
-    seed: Opt[Seed] = UNSET
-    stop: Opt[Stop] = UNSET
-    stream: Opt[bool] = UNSET
-    stream_options: Opt[StreamOptions] = UNSET
     suffix: Opt[str] = UNSET
-    temperature: Opt[Annotated[float, Meta(ge=0.0, le=2.0)]] = UNSET
-    top_p: Opt[Annotated[float, Meta(ge=0.0, le=1.0)]] = UNSET
-    user: Opt[ShortText] = UNSET
-    response_format: Opt[ResponseFormat] = UNSET  # vLLM accepts it here too
     # vLLM completions-only extension
     prompt_embeds: Opt[Union[str, list[str]]] = UNSET
 
