@@ -30,7 +30,8 @@ class Script:
     __slots__ = ("source", "sha", "head")
 
     def __init__(self, name: str) -> None:
-        self.source = _load(name)
+        # Redis scripts cannot import: the shared helpers are prepended to each one.
+        self.source = _load("bucket.lua") + _load(name)
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
         self.head = b"$7\r\nEVALSHA\r\n$40\r\n" + self.sha + b"\r\n"
 

@@ -20,7 +20,7 @@ local SCALE = 60000
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[4])
 
-local function num(x) return string.format('%.0f', x) end
+-- num() and refilled() come from bucket.lua, prepended at load.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {2, 0, 0, ''}
@@ -41,16 +41,7 @@ for i = 1, n do
   carry = -1
   local fits = true
   if kind == 'B' or kind == 'P' then
-    local state = redis.call('HMGET', KEYS[2 + i], 'l', 't')
-    local level, ts = p1, now
-    if state[1] then
-      level, ts = tonumber(state[1]), tonumber(state[2])
-      if now > ts then
-        level = level + (now - ts) * p2
-        if level > p1 then level = p1 end
-        ts = now
-      end
-    end
+    local level, ts = refilled(KEYS[2 + i], p1, p2, now)
     befores[i] = level
     local scaled = need * SCALE
     if kind == 'P' then

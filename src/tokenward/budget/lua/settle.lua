@@ -14,7 +14,7 @@ local SCALE = 60000
 local now = tonumber(ARGV[1])
 local tokens, cost, mode, id = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 
-local function num(x) return string.format('%.0f', x) end
+-- num() and refilled() come from bucket.lua, prepended at load.
 
 local raw = redis.call('HGET', KEYS[1], 'c')
 if not raw then
@@ -53,16 +53,7 @@ for i = 1, #KEYS - 2 do
       attributed = math.min(math.max(actual, 0), debit)
       actual = attributed
     end
-    local state = redis.call('HMGET', key, 'l', 't')
-    local level, ts = p1, now
-    if state[1] then
-      level, ts = tonumber(state[1]), tonumber(state[2])
-      if now > ts then
-        level = level + (now - ts) * p2
-        if level > p1 then level = p1 end
-        ts = now
-      end
-    end
+    local level, ts = refilled(key, p1, p2, now)
     level = level + (debit - actual) * SCALE
     if level < 0 then level = 0 elseif level > p1 then level = p1 end
     redis.call('HSET', key, 'l', num(level), 't', num(ts))
