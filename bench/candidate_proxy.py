@@ -138,6 +138,14 @@ def run_uvicorn(make_client) -> None:
     uvicorn.Server(config).run(sockets=[sock])
 
 
+def run_tokenward(make_client) -> None:
+    """The gateway's own HTTP server (tokenward.http.serving) with the same ASGI app."""
+    from tokenward.http import serving
+
+    sock = listening_socket()
+    serving.run(asgi_app(make_client), [sock])
+
+
 def run_aiohttp_web(make_client) -> None:
     import uvloop
     from aiohttp import web
@@ -158,9 +166,12 @@ def run_aiohttp_web(make_client) -> None:
     web.run_app(app, sock=sock, print=None, access_log=None, handle_signals=True)
 
 
+SERVERS = {"uvicorn": run_uvicorn, "aiohttp": run_aiohttp_web, "tokenward": run_tokenward}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--server", choices=("uvicorn", "aiohttp"), required=True)
+    parser.add_argument("--server", choices=sorted(SERVERS), required=True)
     parser.add_argument("--client", choices=sorted(CLIENTS), required=True)
     parser.add_argument("--upstream", required=True, help="backend origin, e.g. http://127.0.0.1:PORT")
     args = parser.parse_args()
@@ -170,7 +181,7 @@ def main() -> None:
         return client_class(args.upstream)
 
     try:
-        (run_uvicorn if args.server == "uvicorn" else run_aiohttp_web)(make_client)
+        SERVERS[args.server](make_client)
     except KeyboardInterrupt:
         pass
     sys.exit(0)

@@ -163,8 +163,9 @@ def wrk_pair(direct_url: str, gateway_url: str, conns: int, duration: float, api
 
 def reference_proxy(procs: Procs, backend: Proc, backend_url: str, args) -> dict:
     """The floor on this machine now: a minimal pass-through proxy with the gateway's own
-    server and client (uvicorn+uvloop+httptools, UpstreamPool), same CPU, same load."""
-    proc = procs.start("reference", [PYTHON, str(BENCH_DIR / "candidate_proxy.py"), "--server", "uvicorn",
+    server and client (tokenward.http.serving, UpstreamPool; ``--reference-server uvicorn``
+    for uvicorn+uvloop+httptools instead), same CPU, same load."""
+    proc = procs.start("reference", [PYTHON, str(BENCH_DIR / "candidate_proxy.py"), "--server", args.reference_server,
                                      "--client", "lean", "--upstream", backend_url], GATEWAY_CPU)
     out: dict = {}
     try:
@@ -262,6 +263,7 @@ def measure(args, procs: Procs, tmp: Path) -> dict:
         results[f"c{conns}"] = wrk_pair(backend_url, gateway_url, conns, args.duration, api_key, backend, gateway)
     if args.reference:
         results["reference"] = reference_proxy(procs, backend, backend_url, args)
+        results["reference_server"] = args.reference_server
     if args.streams:
         results["stream"] = stream_pair(backend_url, gateway_url, args, api_key, backend, gateway)
     results["decision_records"] = summarize_records(tmp / "decisions.jsonl")
@@ -300,7 +302,7 @@ def report(results: dict) -> str:
                      f"{ref['p99_us'] / 1000:>9.3f}{ref['gateway_cpu_us_per_request']:>11.1f}"
                      f"{ref['cpu_util']['gateway']:>6.2f}{ref['cpu_util']['backend'] + ref['cpu_util']['wrk']:>6.2f}"
                      f"{ref['foreign_util']['cpu0']:>8.2f}{ref['foreign_util']['cpu1']:>8.2f}"
-                     "   (minimal uvicorn+UpstreamPool pass-through, no pipeline)")
+                     f"   (minimal {results['reference_server']}+UpstreamPool pass-through, no pipeline)")
     stream = results.get("stream")
     if stream:
         for side in ("direct", "gateway"):
@@ -318,7 +320,7 @@ def report(results: dict) -> str:
                          f"delay p50/p99/max {s['delay_ms']['p50']:.2f}/{s['delay_ms']['p99']:.2f}/"
                          f"{s['delay_ms']['max']:.1f} ms, gap p99/max {s['gap_ms']['p99']:.2f}/{s['gap_ms']['max']:.1f}"
                          f" ms; {s['proxy_cpu_us_per_chunk']:.1f} us CPU per chunk ({s['proxy_cpu_util']:.0%} of CPU 0)"
-                         "  (minimal uvicorn+UpstreamPool relay)")
+                         f"  (minimal {results['reference_server']}+UpstreamPool relay)")
         lines.append(f"stream added delay p50 {stream['added_delay_p50_ms']:.2f} ms, p99 "
                      f"{stream['added_delay_p99_ms']:.2f} ms; added gap p99 {stream['added_gap_p99_ms']:.2f} ms; "
                      f"gateway {stream['gateway_cpu_us_per_chunk']:.1f} us CPU per chunk "
@@ -340,6 +342,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--conns", default="32,8", help="wrk concurrencies, comma-separated (0: no wrk runs)")
     parser.add_argument("--streams", type=int, default=1000, help="concurrent SSE streams (0: skip)")
     parser.add_argument("--no-stream", action="store_true")
+    parser.add_argument("--reference-server", choices=("tokenward", "uvicorn"), default="tokenward",
+                        help="the minimal pass-through's HTTP server")
     parser.add_argument("--no-reference", dest="reference", action="store_false",
                         help="skip the minimal uvicorn+UpstreamPool pass-through run (the floor, same conditions)")
     parser.add_argument("--rate", type=float, default=20.0, help="chunks per second per stream")

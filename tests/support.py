@@ -19,7 +19,7 @@ import uvicorn
 
 from tokenward.app import Gateway
 from tokenward.config import parse_config
-from tokenward.http.protocol import GatewayHttpProtocol
+from tokenward.http.serving import HttpServer
 from tokenward.mock.server import _EmbeddedServer, bind_socket, start_mock, stop_mock
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,11 +111,20 @@ def base_config(mock_url: str, decisions: str = "off", extra: str = "") -> str:
     return BASE_CONFIG.format(mock_url=mock_url, decisions=decisions, keystore=keystore) + extra
 
 
-async def start_app(app: Any, http: Any = GatewayHttpProtocol) -> tuple[_EmbeddedServer, int]:
-    """Serve an ASGI app in this event loop on a port the OS picks; return once it accepts."""
+async def start_app(app: Any, http: str = "tokenward") -> tuple[Any, int]:
+    """Serve an ASGI app in this event loop on a port the OS picks; return once it accepts.
+
+    ``http="tokenward"``: the gateway's own server (what ``tokenward serve`` runs);
+    ``http="uvicorn"``: plain uvicorn, for the paths any other ASGI server takes.
+    """
     sock = bind_socket("127.0.0.1", 0)
     port = sock.getsockname()[1]
-    server = _EmbeddedServer(uvicorn.Config(app, loop="asyncio", http=http, lifespan="on",
+    if http == "tokenward":
+        sock.listen(2048)
+        server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0)
+        await server.start([sock])
+        return server, port
+    server = _EmbeddedServer(uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="on",
                                             access_log=False, log_level="warning", log_config=None))
     server.task = asyncio.ensure_future(server.serve(sockets=[sock]))
     while not server.started:
@@ -126,8 +135,11 @@ async def start_app(app: Any, http: Any = GatewayHttpProtocol) -> tuple[_Embedde
     return server, port
 
 
-async def stop_app(server: _EmbeddedServer) -> None:
+async def stop_app(server: Any) -> None:
     """Stop a server from ``start_app``; requests still open are cut off."""
+    if isinstance(server, HttpServer):
+        await server.stop(graceful=False)
+        return
     server.should_exit = True
     for conn in list(server.server_state.connections):
         transport = getattr(conn, "transport", None)
@@ -138,8 +150,8 @@ async def stop_app(server: _EmbeddedServer) -> None:
 
 @contextlib.asynccontextmanager
 async def gateway_in_process(config_text: str, decisions_path: Path | None = None,
-                             http: Any = GatewayHttpProtocol) -> AsyncIterator[RunningGateway]:
-    """A gateway in this event loop; ``http="httptools"`` runs it without the disconnect hook."""
+                             http: str = "tokenward") -> AsyncIterator[RunningGateway]:
+    """A gateway in this event loop; ``http="uvicorn"`` runs it without the disconnect hook."""
     gateway = Gateway(parse_config(config_text, environ={}))
     server, port = await start_app(gateway, http)
     running = RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)

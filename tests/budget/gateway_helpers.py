@@ -140,7 +140,7 @@ async def in_process(config_path: Path, clock: Callable[[], float] | None = None
     gateway = Gateway(config)
     if clock is not None:
         gateway.services.extras["clock"] = clock
-    server, port = await start_app(gateway, "httptools")
+    server, port = await start_app(gateway)
     running = InProcess(gateway, port, Path(config.logging.decisions))
     try:
         yield running

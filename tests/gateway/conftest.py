@@ -30,7 +30,7 @@ async def gw(make_gateway):
 
 @pytest.fixture(params=["hook", "watcher-task"])
 async def any_gw(request, make_gateway):
-    """The gateway under its own protocol (disconnect hook) and under plain uvicorn (watcher task)."""
-    kwargs = {} if request.param == "hook" else {"http": "httptools"}
+    """The gateway under its own server (disconnect hook) and under plain uvicorn (watcher task)."""
+    kwargs = {} if request.param == "hook" else {"http": "uvicorn"}
     async with make_gateway(**kwargs) as running:
         yield running

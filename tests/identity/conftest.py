@@ -120,7 +120,7 @@ async def run_gateway(config_path: Path, environ: dict[str, str] | None = None) 
     old = os.environ.get(ADMIN_TOKEN_ENV)
     os.environ[ADMIN_TOKEN_ENV] = env[ADMIN_TOKEN_ENV]
     try:
-        server, port = await start_app(gateway, "httptools")
+        server, port = await start_app(gateway)
     finally:
         if old is None:
             os.environ.pop(ADMIN_TOKEN_ENV, None)

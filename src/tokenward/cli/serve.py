@@ -22,21 +22,14 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 
 def _run_worker(config: Config, sock: socket.socket) -> None:
-    import uvicorn
-
     from ..app import Gateway
-    from ..http.protocol import GatewayHttpProtocol
+    from ..http import serving
 
     logging.basicConfig(level=config.logging.level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    uv_config = uvicorn.Config(
-        Gateway(config, freeze_gc=True), loop="uvloop", http=GatewayHttpProtocol, lifespan="on", access_log=False,
-        log_level="warning", timeout_keep_alive=30, server_header=False, date_header=False,
-        proxy_headers=False,
-    )
-    server = uvicorn.Server(uv_config)
-    server.run(sockets=[sock])
-    if not server.started:
+    started = serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
+                          graceful_s=config.server.graceful_shutdown_s)
+    if not started:
         sys.exit(3)
 
 

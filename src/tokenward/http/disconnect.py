@@ -2,8 +2,9 @@
 
 If the client leaves, the request's task is cancelled, which aborts the backend
 connection (the backend sees its client go away and stops generating). Two ways to
-notice: under ``GatewayHttpProtocol`` the server calls a hook left on the request's
-cycle (no task); anywhere else one task waits on ``receive()`` for ``http.disconnect``.
+notice: under the gateway's own server (``server.py``) the request's cycle calls a hook
+we leave on it (no task); under any other ASGI server one task waits on ``receive()``
+for ``http.disconnect``.
 """
 
 from __future__ import annotations
@@ -11,17 +12,12 @@ from __future__ import annotations
 import asyncio
 
 from ..pipeline.context import Receive
-from .protocol import HOOK, GatewayHttpProtocol
 
 
 def _cycle_with_hook(receive: Receive):
-    """The uvicorn request cycle behind ``receive``, if its protocol calls our hook."""
+    """The request cycle behind ``receive``, if it calls ``on_disconnect`` (our server's does)."""
     cycle = getattr(receive, "__self__", None)
-    transport = getattr(cycle, "transport", None)
-    if transport is None:
-        return None
-    protocol = transport.get_protocol()
-    return cycle if getattr(protocol, "supports_disconnect_hook", False) else None
+    return cycle if getattr(cycle, "supports_disconnect_hook", False) else None
 
 
 class DisconnectWatch:
@@ -46,7 +42,7 @@ class DisconnectWatch:
                 self._fire()
                 return
             self._cycle = cycle
-            cycle.__dict__[HOOK] = self._fire
+            cycle.on_disconnect = self._fire
             return
         self._task = self._loop.create_task(self._watch())
 
@@ -54,7 +50,7 @@ class DisconnectWatch:
         # After the response ends the server reports a "disconnect" too; that one is not ours.
         self.armed = False
         if self._cycle is not None:
-            self._cycle.__dict__.pop(HOOK, None)
+            self._cycle.on_disconnect = None
             self._cycle = None
         if self._task is not None and not self._task.done():
             self._task.cancel()
@@ -72,5 +68,3 @@ class DisconnectWatch:
                 self._fire()
                 return
 
-
-__all__ = ["DisconnectWatch", "GatewayHttpProtocol"]

@@ -1,0 +1,136 @@
+"""Running an ASGI app on ``server.py``'s protocol: lifespan, sockets, idle sweep, graceful stop.
+
+``HttpServer`` lives inside a running event loop (tests embed it); ``run`` is a worker
+process's whole life: uvloop, start-up, serve until SIGTERM/SIGINT, drain, shut down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import socket
+from typing import Callable
+
+from .server import ServerState, protocol_factory
+
+log = logging.getLogger("tokenward.http")
+
+SWEEP_S = 1.0
+
+
+class StartupFailed(Exception):
+    pass
+
+
+class _Lifespan:
+    """The ASGI lifespan protocol, from the server's side."""
+
+    def __init__(self, app: Callable) -> None:
+        self._app = app
+        self._inbox: asyncio.Queue = asyncio.Queue()
+        self._outbox: asyncio.Queue = asyncio.Queue()
+        self._task: asyncio.Task | None = None
+
+    async def _exchange(self, kind: str) -> dict:
+        await self._inbox.put({"type": f"lifespan.{kind}"})
+        reply = asyncio.ensure_future(self._outbox.get())
+        assert self._task is not None
+        await asyncio.wait({reply, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        if reply.done():
+            return reply.result()
+        reply.cancel()
+        exc = self._task.exception()
+        return {"type": f"lifespan.{kind}.failed", "message": repr(exc) if exc else "the application returned"}
+
+    async def startup(self) -> None:
+        scope = {"type": "lifespan", "asgi": {"version": "3.0", "spec_version": "2.0"}, "state": {}}
+        self._task = asyncio.ensure_future(self._app(scope, self._inbox.get, self._outbox.put))
+        reply = await self._exchange("startup")
+        if reply["type"] != "lifespan.startup.complete":
+            raise StartupFailed(reply.get("message", "start-up failed"))
+
+    async def shutdown(self) -> None:
+        if self._task is None or self._task.done():
+            return
+        reply = await self._exchange("shutdown")
+        if reply["type"] != "lifespan.shutdown.complete":
+            log.error("shutdown failed: %s", reply.get("message", ""))
+
+
+class HttpServer:
+    def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0) -> None:
+        self.app = app
+        self.keep_alive_s = keep_alive_s
+        self.graceful_s = graceful_s
+        self.state: ServerState | None = None
+        self._servers: list[asyncio.AbstractServer] = []
+        self._lifespan = _Lifespan(app)
+        self._sweeper: asyncio.TimerHandle | None = None
+
+    async def start(self, sockets: list[socket.socket]) -> None:
+        """Run the app's start-up, then accept on ``sockets``; raises StartupFailed."""
+        loop = asyncio.get_running_loop()
+        await self._lifespan.startup()
+        self.state = ServerState(self.app, loop, self.keep_alive_s)
+        factory = protocol_factory(self.state)
+        for sock in sockets:
+            self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048))
+        self._sweeper = loop.call_later(SWEEP_S, self._sweep)
+
+    def _sweep(self) -> None:
+        state = self.state
+        if state is None:
+            return
+        state.sweep_idle()
+        self._sweeper = state.loop.call_later(SWEEP_S, self._sweep)
+
+    async def stop(self, graceful: bool = True) -> None:
+        """Stop accepting; let open requests finish (up to ``graceful_s``), then shut down."""
+        state = self.state
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+        for server in self._servers:
+            server.close()
+        if state is not None:
+            state.draining = True
+            for conn in list(state.connections):
+                if graceful:
+                    conn.close_when_idle()
+                else:
+                    conn.transport.abort()
+            if state.tasks and graceful:
+                await asyncio.wait(set(state.tasks), timeout=self.graceful_s)
+            for task in list(state.tasks):
+                task.cancel()
+            if state.tasks:
+                await asyncio.wait(set(state.tasks), timeout=5)
+            for conn in list(state.connections):
+                conn.transport.abort()
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+        await self._lifespan.shutdown()
+
+
+def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0) -> bool:
+    """Serve until SIGTERM or SIGINT; False if the app failed to start."""
+    import uvloop
+
+    async def main() -> bool:
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, stop.set)
+        server = HttpServer(app, keep_alive_s, graceful_s)
+        try:
+            await server.start(sockets)
+        except StartupFailed as exc:
+            log.error("start-up failed: %s", exc)
+            await server.stop(graceful=False)
+            return False
+        await stop.wait()
+        await server.stop()
+        return True
+
+    return uvloop.run(main())
