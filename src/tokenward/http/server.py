@@ -211,7 +211,7 @@ class RequestCycle:
 class HttpConnection(asyncio.Protocol):
     __slots__ = ("state", "loop", "transport", "parser", "cycle", "parsing", "queue", "url", "headers", "expect",
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
-                 "scheme")
+                 "scheme", "worker", "busy", "next_waiter")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -220,7 +220,11 @@ class HttpConnection(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.cycle: RequestCycle | None = None  # the cycle being answered
         self.parsing: RequestCycle | None = None  # the cycle whose request is being read
-        self.queue: deque[RequestCycle] = deque()
+        self.queue: deque[RequestCycle] = deque()  # pipelined requests behind ``cycle``
+        # One task per connection answers its requests in turn (cheaper than a task per request).
+        self.worker: asyncio.Task | None = None
+        self.busy = False  # the worker is inside the app (which may outlive its response)
+        self.next_waiter: asyncio.Future | None = None
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect = False
@@ -252,6 +256,7 @@ class HttpConnection(asyncio.Protocol):
                 cycle.lost()
         self.queue.clear()
         self._wake_drain()
+        self._wake_worker()
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -305,8 +310,13 @@ class HttpConnection(asyncio.Protocol):
         keep_alive = parser.should_keep_alive() and not self.state.draining
         cycle = RequestCycle(self, scope, keep_alive, self.expect)
         self.parsing = cycle
-        if self.cycle is None:
-            self._start(cycle)
+        if self.cycle is None and not self.busy:
+            self.cycle = cycle
+            if self.worker is None:
+                self.worker = self.loop.create_task(self._serve())
+                self.state.tasks.add(self.worker)
+            else:
+                self._wake_worker()
         else:
             self.queue.append(cycle)
 
@@ -326,16 +336,41 @@ class HttpConnection(asyncio.Protocol):
         if cycle is not None:
             cycle.more_body = False
             cycle._wake()
-        if self.queue:
+        if self.queue and self.cycle is not None:
             self.pause_reading()  # one pipelined request waiting is enough
 
     # -- request lifecycle -----------------------------------------------------------------
-    def _start(self, cycle: RequestCycle) -> None:
-        self.cycle = cycle
-        state = self.state
-        task = self.loop.create_task(self._run(cycle))
-        state.tasks.add(task)
-        task.add_done_callback(state.tasks.discard)
+    async def _serve(self) -> None:
+        try:
+            while True:
+                cycle = self.cycle
+                if cycle is None:
+                    if self.queue:
+                        cycle = self.cycle = self.queue.popleft()
+                        self.resume_reading()
+                    elif self.transport.is_closing():
+                        return
+                    else:
+                        self.next_waiter = self.loop.create_future()
+                        await self.next_waiter
+                        continue
+                self.busy = True
+                try:
+                    await self._run(cycle)
+                finally:
+                    self.busy = False
+                if self.cycle is cycle:  # ended without completing its response
+                    self.cycle = None
+        finally:
+            self.worker = None
+            self.state.tasks.discard(asyncio.current_task())
+
+    def _wake_worker(self) -> None:
+        waiter = self.next_waiter
+        if waiter is not None:
+            self.next_waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
 
     async def _run(self, cycle: RequestCycle) -> None:
         try:
@@ -343,6 +378,13 @@ class HttpConnection(asyncio.Protocol):
         except BaseException as exc:  # noqa: BLE001 - the server must outlive any app failure
             if not isinstance(exc, (asyncio.CancelledError, Exception)):
                 raise
+            if isinstance(exc, asyncio.CancelledError):
+                task = asyncio.current_task()
+                if task is not None and task.cancelling():
+                    task.uncancel()  # the request was cancelled, not the connection's worker
+                if not cycle.disconnected:  # cut off by a shutdown past its grace period
+                    self._abandon(cycle, 503, b"Service Unavailable")
+                return
             if not cycle.disconnected:
                 log.error("unhandled error in the application", exc_info=exc)
                 self._abandon(cycle, 500, b"Internal Server Error")
@@ -372,9 +414,7 @@ class HttpConnection(asyncio.Protocol):
             # worth reading, and the connection's framing cannot be trusted after skipping it.
             self.transport.close()
             return
-        if self.queue:
-            self._start(self.queue.popleft())
-        else:
+        if not self.queue:
             self.idle_since = self.loop.time()
         self.resume_reading()
 
