@@ -177,6 +177,8 @@ class RequestCycle:
                     self.keep_alive = False
                 continue
             parts += (name, b": ", value, b"\r\n")
+        if self.more_body:
+            self.keep_alive = False  # answered before the body was all read: we will close, so say so
         if not self.keep_alive:
             parts.append(b"connection: close\r\n")
         if not length_given and not self.head_only and status not in _NO_BODY_STATUS:
