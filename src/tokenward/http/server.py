@@ -140,9 +140,9 @@ class RequestCycle:
         if not self.started:
             if kind != "http.response.start":
                 raise RuntimeError(f"expected http.response.start, got {kind}")
+            self.head = self._head(message["status"], message.get("headers", ()))
             self.started = True
             self.expect_continue = False
-            self.head = self._head(message["status"], message.get("headers", ()))
             return
         if kind != "http.response.body" or self.complete:
             raise RuntimeError(f"unexpected ASGI message {kind!r} after the response " +
@@ -181,7 +181,9 @@ class RequestCycle:
             self.keep_alive = False  # answered before the body was all read: we will close, so say so
         if not self.keep_alive:
             parts.append(b"connection: close\r\n")
-        if not length_given and not self.head_only and status not in _NO_BODY_STATUS:
+        if status in _NO_BODY_STATUS:
+            self.head_only = True  # never a body after these, whatever the app sends
+        elif not length_given and not self.head_only:
             if self.scope["http_version"] == "1.1":
                 self.chunked = True
                 parts.append(b"transfer-encoding: chunked\r\n")
@@ -396,7 +398,8 @@ class HttpConnection(asyncio.Protocol):
             self._abandon(cycle, 500, b"Internal Server Error")
 
     def _abandon(self, cycle: RequestCycle, status: int, text: bytes) -> None:
-        if not cycle.started and not self.transport.is_closing():
+        # The head is written with the first body bytes: until then a 500 can still replace it.
+        if (not cycle.started or cycle.head is not None) and not self.transport.is_closing():
             self.transport.write(_plain_response(status, text))
         cycle.complete = True
         self.transport.close()
