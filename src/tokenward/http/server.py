@@ -27,6 +27,8 @@ from urllib.parse import unquote
 
 import httptools
 
+from ..writes import batch_for
+
 log = logging.getLogger("tokenward.http")
 
 HIGH_WATER = 65536
@@ -57,12 +59,13 @@ class ServerState:
         self.connections: set[HttpConnection] = set()
         self.tasks: set[asyncio.Task] = set()
         self.draining = False
+        self.batch = batch_for(loop)
 
     def sweep_idle(self) -> None:
         """Close connections idle (or stuck in a request head) for longer than keep-alive."""
         cutoff = self.loop.time() - self.keep_alive_s
         for conn in [c for c in self.connections if c.idle_since is not None and c.idle_since < cutoff]:
-            conn.transport.close()
+            conn.close()
 
 
 class RequestCycle:
@@ -115,7 +118,7 @@ class RequestCycle:
             if self.expect_continue:
                 self.expect_continue = False
                 if not self.started:
-                    conn.transport.write(CONTINUE)
+                    conn.write(CONTINUE)
             conn.resume_reading()
             self.waiter = conn.loop.create_future()
             await self.waiter
@@ -156,7 +159,7 @@ class RequestCycle:
         if head is not None:
             out = head + out if out else head
         if out:
-            conn.transport.write(out)
+            conn.write(out)
         if not more:
             self._finish()
 
@@ -261,6 +264,12 @@ class HttpConnection(asyncio.Protocol):
         self.queue.clear()
         self._wake_drain()
         self._wake_worker()
+
+    def write(self, data: bytes) -> None:
+        self.state.batch.write(self.transport, data)
+
+    def close(self) -> None:
+        self.state.batch.close(self.transport)
 
     def data_received(self, data: bytes) -> None:
         try:
@@ -400,9 +409,9 @@ class HttpConnection(asyncio.Protocol):
     def _abandon(self, cycle: RequestCycle, status: int, text: bytes) -> None:
         # The head is written with the first body bytes: until then a 500 can still replace it.
         if (not cycle.started or cycle.head is not None) and not self.transport.is_closing():
-            self.transport.write(_plain_response(status, text))
+            self.write(_plain_response(status, text))
         cycle.complete = True
-        self.transport.close()
+        self.close()
 
     def response_done(self, cycle: RequestCycle) -> None:
         if cycle is not self.cycle:
@@ -412,12 +421,12 @@ class HttpConnection(asyncio.Protocol):
             self.buffered -= sum(len(part) for part in cycle.body)
             cycle.body = []
         if not cycle.keep_alive or self.transport.is_closing():
-            self.transport.close()
+            self.close()
             return
         if cycle is self.parsing:
             # Answered before its body was all read (a refusal): the rest of the body is not
             # worth reading, and the connection's framing cannot be trusted after skipping it.
-            self.transport.close()
+            self.close()
             return
         if not self.queue:
             self.idle_since = self.loop.time()
@@ -426,8 +435,8 @@ class HttpConnection(asyncio.Protocol):
     def _reject(self, status: int, text: bytes) -> None:
         cycle = self.cycle
         if cycle is None or cycle.complete:
-            self.transport.write(_plain_response(status, text))
-        self.transport.close()
+            self.write(_plain_response(status, text))
+        self.close()
 
     # -- flow control ----------------------------------------------------------------------
     def body_drained(self, size: int) -> None:
@@ -461,7 +470,7 @@ class HttpConnection(asyncio.Protocol):
     def close_when_idle(self) -> None:
         """Graceful shutdown: close now if idle, else after the current response."""
         if self.cycle is None:
-            self.transport.close()
+            self.close()
         else:
             self.cycle.keep_alive = False
             for queued in self.queue:

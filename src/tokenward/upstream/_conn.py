@@ -274,11 +274,14 @@ class Conn(asyncio.Protocol):
             return
         self.resp = resp
         resp._conn = self
+        # Batched with the loop pass's other writes (see writes.py); close() only follows a
+        # finished response, so no queued write can be overtaken by it.
+        batch = self.pool._batch
         if type(data) is bytes:
-            self.transport.write(data)
+            batch.write(self.transport, data)
         else:
-            self.transport.write(data[0])
-            self.transport.write(data[1])
+            batch.write(self.transport, data[0])
+            batch.write(self.transport, data[1])
 
     def kill(self) -> None:
         """Close now without flushing, so the upstream sees us go, and free the slot."""

@@ -32,6 +32,7 @@ from tokenward.upstream._conn import (
     UpstreamTimeout,
     expire,
 )
+from tokenward.writes import WriteBatch, batch_for
 
 __all__ = [
     "UpstreamConnectError",
@@ -75,6 +76,7 @@ class UpstreamPool:
         self._read_timeout = read_timeout
         self._pool_timeout = pool_timeout
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # bound on first use
+        self._batch: WriteBatch = None  # type: ignore[assignment]  # the loop's write batch, with the loop
         self._idle: list[Conn] = []
         self._waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._open = 0
@@ -107,6 +109,7 @@ class UpstreamPool:
             timeout = self._read_timeout
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
+            self._batch = batch_for(self._loop)
         data = self._encode(method, path, headers, body)
         head = method == "HEAD"
         conn = await self._acquire(False)
