@@ -6,7 +6,7 @@ loop with a canned request and a stub upstream that answers at once.
 What is timed is everything the gateway does per request above the server and the
 network: the pipeline runner and its stages, preparing the upstream call, relaying the
 answer, and encoding the decision record (written to a file in a temp dir). What is not:
-uvicorn's HTTP parsing and writes, the upstream client's socket work, the kernel. The
+the server's HTTP parsing and writes, the upstream client's socket work, the kernel. The
 difference between this and the CPU per request that overhead.py measures is the share
 of the server, the client and the system calls.
 
@@ -89,20 +89,31 @@ def make_scope(api_key: str | None, body: bytes) -> dict:
             "server": ("127.0.0.1", 8080)}
 
 
-async def one_request(gateway, scope: dict, body: bytes, sink: list) -> None:
-    sent = False
+class FakeCycle:
+    """Stands in for the server's request cycle, disconnect hook included (no watcher task)."""
 
-    async def receive():
-        nonlocal sent
-        if not sent:
-            sent = True
+    supports_disconnect_hook = True
+
+    def __init__(self, body: bytes, sink: list) -> None:
+        self.body = body
+        self.sink = sink
+        self.disconnected = False
+        self.on_disconnect = None
+
+    async def receive(self) -> dict:
+        body, self.body = self.body, None
+        if body is not None:
             return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.get_running_loop().create_future()  # like uvicorn: wait for a disconnect
+        await asyncio.get_running_loop().create_future()  # like the server: wait for a disconnect
+        return {}
 
-    async def send(message):
-        sink.append(message)
+    async def send(self, message: dict) -> None:
+        self.sink.append(message)
 
-    await gateway(scope, receive, send)
+
+async def one_request(gateway, scope: dict, body: bytes, sink: list) -> None:
+    cycle = FakeCycle(body, sink)
+    await gateway(scope, cycle.receive, cycle.send)
 
 
 async def run(args) -> None:

@@ -163,6 +163,19 @@ class RequestCycle:
         if not more:
             self._finish()
 
+    def respond_now(self, status: int, headers, body: bytes) -> bool:
+        """A whole response without the ASGI messages; False (nothing done) when it must
+        wait for the client to drain, or was already started: then use ``send``."""
+        if self.started or self.conn.write_paused or self.disconnected:
+            return False
+        head = self._head(status, headers)
+        self.started = True
+        self.expect_continue = False
+        out = self._frame(body, False)
+        self.conn.write(head + out if out else head)
+        self._finish()
+        return True
+
     def _head(self, status: int, headers) -> bytes:
         parts = [status_line(status)]
         length_given = False

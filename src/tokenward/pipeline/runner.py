@@ -74,7 +74,8 @@ class Runner:
             await self._respond_internal_error(ctx)
             self._finish(ctx)
             return
-        await self._release(ctx, held, exit)
+        if held:
+            await self._release(ctx, held, exit)
         if not ctx.lifecycle.done:
             ctx.lifecycle.move(State.SETTLED if exit.kind is ExitKind.COMPLETED else State.ABORTED)
         self._finish(ctx)
