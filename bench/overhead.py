@@ -175,7 +175,7 @@ def reference_proxy(procs: Procs, backend: Proc, backend_url: str, args) -> dict
             raise BenchError(f"reference proxy answered {status}: {body[:300]!r}")
         if args.conns:
             run_wrk(url + CHAT, max(args.conns), 1)
-            out["nonstream"] = wrk_side(url, max(args.conns), args.duration, None, backend, proc, True)
+            out["nonstream"] = {c: wrk_side(url, c, args.duration, None, backend, proc, True) for c in args.conns}
         if args.streams:
             before = proc.cpu_seconds()
             stream = run_streams(url, args.streams, max(1, int(args.duration * args.rate)), args.rate, None)
@@ -296,9 +296,8 @@ def report(results: dict) -> str:
                          f"{r['foreign_util']['cpu0']:>8.2f}{r['foreign_util']['cpu1']:>8.2f}")
         lines.append(f"{key} added p50 {pair['added_p50_us'] / 1000:.3f} ms, added p99 "
                      f"{pair['added_p99_us'] / 1000:.3f} ms")
-    ref = results.get("reference", {}).get("nonstream")
-    if ref:
-        lines.append(f"{'reference':<12}{ref['rps']:>10.0f}{ref['errors']:>8}{ref['p50_us'] / 1000:>9.3f}"
+    for conns, ref in results.get("reference", {}).get("nonstream", {}).items():
+        lines.append(f"{'ref c' + str(conns):<12}{ref['rps']:>10.0f}{ref['errors']:>8}{ref['p50_us'] / 1000:>9.3f}"
                      f"{ref['p99_us'] / 1000:>9.3f}{ref['gateway_cpu_us_per_request']:>11.1f}"
                      f"{ref['cpu_util']['gateway']:>6.2f}{ref['cpu_util']['backend'] + ref['cpu_util']['wrk']:>6.2f}"
                      f"{ref['foreign_util']['cpu0']:>8.2f}{ref['foreign_util']['cpu1']:>8.2f}"

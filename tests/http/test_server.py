@@ -208,12 +208,16 @@ async def test_app_returning_without_response_is_500():
         assert status == 500 and await at_eof(reader)
 
 
-async def test_header_with_line_break_is_never_written():
+@pytest.mark.parametrize("header", [
+    (b"x-evil", b"a\r\nset-cookie: pwned=1"), (b"x-evil", b"pwned\r\n"), (b"x-evil", b"a\npwned"),
+    (b"x-evil", b"a\rpwned"), (b"x-evil\r\npwned", b"1"), (b"x-evil", b"\r\n\r\npwned"),
+])
+async def test_header_with_line_break_is_never_written(header):
     errors = []
 
     async def app(scope, receive, send):
         try:
-            await respond(send, b"x", headers=[(b"x-evil", b"a\r\nset-cookie: pwned=1")])
+            await respond(send, b"x", headers=[(b"x-fine", b"1"), header])
         except RuntimeError as exc:
             errors.append(exc)
             raise

@@ -35,6 +35,7 @@ HIGH_WATER = 65536
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
 _NO_BODY_STATUS = frozenset((204, 304))
+_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
 _DISCONNECT = {"type": "http.disconnect"}
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 
@@ -180,33 +181,39 @@ class RequestCycle:
         parts = [status_line(status)]
         length_given = False
         for name, value in headers:
-            if b"\n" in value or b"\r" in value or b"\n" in name or b"\r" in name:
-                raise RuntimeError("response header contains a line break")
             lname = name.lower()
-            if lname == b"content-length":
-                self.remaining = int(value)
-                length_given = True
-            elif lname == b"transfer-encoding":
-                continue  # framing is ours to choose
-            elif lname == b"connection":
-                if b"close" in value.lower():
-                    self.keep_alive = False
-                continue
+            if lname in _FRAMING:
+                if lname == b"content-length":
+                    self.remaining = int(value)
+                    length_given = True
+                else:  # framing and connection handling are ours to choose
+                    if lname == b"connection" and b"close" in value.lower():
+                        self.keep_alive = False
+                    continue
             parts += (name, b": ", value, b"\r\n")
+        extra = 0  # whole lines we add below
         if self.more_body:
             self.keep_alive = False  # answered before the body was all read: we will close, so say so
         if not self.keep_alive:
             parts.append(b"connection: close\r\n")
+            extra += 1
         if status in _NO_BODY_STATUS:
             self.head_only = True  # never a body after these, whatever the app sends
         elif not length_given and not self.head_only:
             if self.scope["http_version"] == "1.1":
                 self.chunked = True
                 parts.append(b"transfer-encoding: chunked\r\n")
+                extra += 1
             else:
                 self.keep_alive = False  # an HTTP/1.0 body without a length ends with the connection
         parts.append(b"\r\n")
-        return b"".join(parts)
+        head = b"".join(parts)
+        # Each line we wrote ends in one CRLF; any other CR or LF came from a header value
+        # or name (header injection). Two counts in C instead of four tests per header.
+        lines = 2 + (len(parts) - 2 - extra) // 4 + extra  # status, headers, extras, blank line
+        if head.count(b"\n") != lines or head.count(b"\r") != lines:
+            raise RuntimeError("response header contains a line break")
+        return head
 
     def _frame(self, body: bytes, more: bool) -> bytes:
         if self.head_only:
@@ -322,14 +329,19 @@ class HttpConnection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         parser = self.parser
         version = parser.get_http_version()
-        url = httptools.parse_url(self.url)
-        raw_path = url.path
-        path = raw_path.decode("latin-1")
-        if "%" in path:
-            path = unquote(path)
+        raw_url = self.url
+        if raw_url[:1] == b"/" and b"?" not in raw_url and b"%" not in raw_url and b"#" not in raw_url:
+            raw_path, query = raw_url, b""  # the usual origin-form target: nothing to parse
+            path = raw_url.decode("latin-1")
+        else:
+            url = httptools.parse_url(raw_url)
+            raw_path, query = url.path or b"/", url.query or b""
+            path = raw_path.decode("latin-1")
+            if "%" in path:
+                path = unquote(path)
         scope = {
             "type": "http", "asgi": _ASGI, "http_version": version, "method": parser.get_method().decode("ascii"),
-            "scheme": self.scheme, "path": path, "raw_path": raw_path, "query_string": url.query or b"",
+            "scheme": self.scheme, "path": path, "raw_path": raw_path, "query_string": query,
             "root_path": "", "headers": self.headers, "client": self.client, "server": self.server,
         }
         self.idle_since = None

@@ -77,31 +77,29 @@ class Forwarder:
 
     async def __call__(self, ctx: RequestContext) -> Exit:
         call = prepare(ctx, self.targets, ctx.route.upstream_path)
+        target = call.target
         headers = [_JSON_CT, (b"x-request-id", ctx.request_id.encode())]
-        headers += call.target.auth_headers
-        headers += call.target.allow.select(ctx.headers)
+        headers += target.auth_headers
+        headers += target.allow.select(ctx.headers)
         watch = ctx.disconnect
         if watch is not None:
             watch.arm()
+        timeout = min(target.read_timeout, self.max_duration)
         try:
-            return await self._exchange(ctx, call, headers)
+            try:
+                resp = await target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
+            except UpstreamError as exc:
+                return await _answer_failure(ctx, exc, "answer")
+            ctx.upstream_status = resp.status
+            try:
+                if call.stream and resp.status == 200:
+                    return await self._relay_stream(ctx, call, resp)
+                return await self._relay_whole(ctx, resp, timeout)
+            finally:
+                resp.abort()  # no-op when the body was read to the end
         finally:
             if watch is not None:
                 watch.disarm()
-
-    async def _exchange(self, ctx: RequestContext, call: UpstreamCall, headers: list) -> Exit:
-        timeout = min(call.target.read_timeout, self.max_duration)
-        try:
-            resp = await call.target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
-        except UpstreamError as exc:
-            return await _answer_failure(ctx, exc, "answer")
-        ctx.upstream_status = resp.status
-        try:
-            if call.stream and resp.status == 200:
-                return await self._relay_stream(ctx, call, resp)
-            return await self._relay_whole(ctx, resp, timeout)
-        finally:
-            resp.abort()  # no-op when the body was read to the end
 
     async def _relay_whole(self, ctx: RequestContext, resp: UpstreamResponse, timeout: float) -> Exit:
         try:
