@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Awaitable, Callable
 
 from ..errors import Refusal, refusal_body
-from .server import RequestCycle
+from .cycle import RequestCycle
 
 Send = Callable[[dict], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]

@@ -5,7 +5,9 @@ Why not uvicorn: its request cycle was a quarter of the gateway's CPU per reques
 keep-alive timer per request). This server keeps the ASGI interface, so the gateway and
 its admin API run unchanged under any ASGI server, but does the least per request:
 
-* a response whose body arrives in one ``send`` goes out in one ``write``, head and body;
+* one task per connection answers its requests in turn, not a task per request;
+* a response whose body arrives in one ``send`` goes out in one ``write``, head and body
+  (``cycle.py``), and writes are batched per event-loop pass (``writes.py``);
 * a fully received body is handed to ``receive()`` without a wait;
 * idle keep-alive connections (and clients that never finish their request head) are
   closed by one sweep a second over the open connections, not a timer per request;
@@ -21,28 +23,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
-from http import HTTPStatus
 from typing import Callable
 from urllib.parse import unquote
 
 import httptools
 
 from ..writes import batch_for
+from .cycle import RequestCycle, status_line
 
 log = logging.getLogger("tokenward.http")
 
 HIGH_WATER = 65536
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
-_NO_BODY_STATUS = frozenset((204, 304))
-_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
-_DISCONNECT = {"type": "http.disconnect"}
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
-
-
-def status_line(status: int) -> bytes:
-    line = _STATUS_LINES.get(status)
-    return line if line is not None else b"HTTP/1.1 %d \r\n" % status
 
 
 def _plain_response(status: int, text: bytes) -> bytes:
@@ -67,172 +59,6 @@ class ServerState:
         cutoff = self.loop.time() - self.keep_alive_s
         for conn in [c for c in self.connections if c.idle_since is not None and c.idle_since < cutoff]:
             conn.close()
-
-
-class RequestCycle:
-    """One request on a connection: the ASGI ``receive`` and ``send`` callables."""
-
-    __slots__ = ("conn", "scope", "body", "more_body", "body_returned", "waiter", "keep_alive", "expect_continue",
-                 "head_only", "head", "started", "complete", "chunked", "remaining", "disconnected", "on_disconnect")
-
-    supports_disconnect_hook = True
-
-    def __init__(self, conn: HttpConnection, scope: dict, keep_alive: bool, expect_continue: bool) -> None:
-        self.conn = conn
-        self.scope = scope
-        self.body: list[bytes] = []
-        self.more_body = True
-        self.body_returned = False  # the last body message went to the app; receive() now waits
-        self.waiter: asyncio.Future | None = None
-        self.keep_alive = keep_alive
-        self.expect_continue = expect_continue
-        self.head_only = scope["method"] == "HEAD"
-        self.head: bytes | None = None  # the response head, written with the first body bytes
-        self.started = False
-        self.complete = False
-        self.chunked = False
-        self.remaining = -1  # bytes still owed under a Content-Length; -1: none declared
-        self.disconnected = False
-        # Called (no arguments) if the client goes away before the response completes.
-        self.on_disconnect: Callable[[], None] | None = None
-
-    # -- fed by the connection -------------------------------------------------------------
-    def _wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def lost(self) -> None:
-        self.disconnected = True
-        self._wake()
-        hook = self.on_disconnect
-        if hook is not None and not self.complete:
-            self.on_disconnect = None
-            hook()
-
-    # -- ASGI ------------------------------------------------------------------------------
-    async def receive(self) -> dict:
-        while not (self.disconnected or self.complete) and (self.body_returned or not (self.body or not self.more_body)):
-            conn = self.conn
-            if self.expect_continue:
-                self.expect_continue = False
-                if not self.started:
-                    conn.write(CONTINUE)
-            conn.resume_reading()
-            self.waiter = conn.loop.create_future()
-            await self.waiter
-        if self.disconnected or self.complete:
-            return _DISCONNECT
-        parts = self.body
-        body = parts[0] if len(parts) == 1 else b"".join(parts)
-        self.body = []
-        if parts:
-            self.conn.body_drained(len(body))
-        if not self.more_body:
-            self.body_returned = True
-        return {"type": "http.request", "body": body, "more_body": self.more_body}
-
-    async def send(self, message: dict) -> None:
-        conn = self.conn
-        if conn.write_paused and not self.disconnected:
-            await conn.drain()
-        if self.disconnected:
-            return
-        kind = message["type"]
-        if not self.started:
-            if kind != "http.response.start":
-                raise RuntimeError(f"expected http.response.start, got {kind}")
-            self.head = self._head(message["status"], message.get("headers", ()))
-            self.started = True
-            self.expect_continue = False
-            return
-        if kind != "http.response.body" or self.complete:
-            raise RuntimeError(f"unexpected ASGI message {kind!r} after the response " +
-                               ("completed" if self.complete else "started"))
-        body = message.get("body", b"")
-        more = message.get("more_body", False)
-        head = self.head
-        if head is not None:
-            self.head = None
-        out = self._frame(body, more)
-        if head is not None:
-            out = head + out if out else head
-        if out:
-            conn.write(out)
-        if not more:
-            self._finish()
-
-    def respond_now(self, status: int, headers, body: bytes) -> bool:
-        """A whole response without the ASGI messages; False (nothing done) when it must
-        wait for the client to drain, or was already started: then use ``send``."""
-        if self.started or self.conn.write_paused or self.disconnected:
-            return False
-        head = self._head(status, headers)
-        self.started = True
-        self.expect_continue = False
-        out = self._frame(body, False)
-        self.conn.write(head + out if out else head)
-        self._finish()
-        return True
-
-    def _head(self, status: int, headers) -> bytes:
-        parts = [status_line(status)]
-        length_given = False
-        for name, value in headers:
-            lname = name.lower()
-            if lname in _FRAMING:
-                if lname == b"content-length":
-                    self.remaining = int(value)
-                    length_given = True
-                else:  # framing and connection handling are ours to choose
-                    if lname == b"connection" and b"close" in value.lower():
-                        self.keep_alive = False
-                    continue
-            parts += (name, b": ", value, b"\r\n")
-        extra = 0  # whole lines we add below
-        if self.more_body:
-            self.keep_alive = False  # answered before the body was all read: we will close, so say so
-        if not self.keep_alive:
-            parts.append(b"connection: close\r\n")
-            extra += 1
-        if status in _NO_BODY_STATUS:
-            self.head_only = True  # never a body after these, whatever the app sends
-        elif not length_given and not self.head_only:
-            if self.scope["http_version"] == "1.1":
-                self.chunked = True
-                parts.append(b"transfer-encoding: chunked\r\n")
-                extra += 1
-            else:
-                self.keep_alive = False  # an HTTP/1.0 body without a length ends with the connection
-        parts.append(b"\r\n")
-        head = b"".join(parts)
-        # Each line we wrote ends in one CRLF; any other CR or LF came from a header value
-        # or name (header injection). Two counts in C instead of four tests per header.
-        lines = 2 + (len(parts) - 2 - extra) // 4 + extra  # status, headers, extras, blank line
-        if head.count(b"\n") != lines or head.count(b"\r") != lines:
-            raise RuntimeError("response header contains a line break")
-        return head
-
-    def _frame(self, body: bytes, more: bool) -> bytes:
-        if self.head_only:
-            return b""
-        if self.chunked:
-            if more:
-                return b"%x\r\n%s\r\n" % (len(body), body) if body else b""
-            return b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body) if body else b"0\r\n\r\n"
-        if self.remaining >= 0:
-            self.remaining -= len(body)
-            if self.remaining < 0 or (not more and self.remaining):
-                raise RuntimeError("response body does not match its content-length")
-        return body
-
-    def _finish(self) -> None:
-        self.complete = True
-        self.on_disconnect = None
-        self._wake()
-        self.conn.response_done(self)
 
 
 class HttpConnection(asyncio.Protocol):
