@@ -8,7 +8,8 @@
 2. Minimal pass-through proxies (bench/candidate_proxy.py) on CPU 0, backend and wrk on
    CPU 1, same wrk setup as overhead.py: uvicorn+uvloop+httptools with the aiohttp client,
    the httpx client and the project's lean client (tokenward.upstream.client.UpstreamPool);
-   then aiohttp.web (on uvloop) with whichever client cost the least CPU per request.
+   then aiohttp.web (on uvloop) with whichever client cost the least CPU per request,
+   then the gateway's own server (tokenward.http.serving) alone and with that client.
    Direct-to-backend and uvicorn alone (no upstream) in the same run for reference.
    Reported: requests/s, errors, p50/p99, CPU per request, and other people's load.
 """
@@ -120,6 +121,10 @@ def measure_proxies(procs: Procs, duration: float, conns: int) -> dict:
     best = min(PROXIES, key=lambda sc: out[f"{sc[0]}+{sc[1]}"]["cpu_us_per_request"])[1]
     out["best_client"] = best
     out[f"aiohttp.web+{best}"] = measure_proxy(procs, "aiohttp", best, backend_url, duration, conns, backend)
+    # The gateway's own server (tokenward.http.serving), alone and with the best client.
+    out["tokenward server alone (no upstream)"] = measure_proxy(procs, "tokenward", "none", backend_url, duration,
+                                                                  conns, backend)
+    out[f"tokenward+{best}"] = measure_proxy(procs, "tokenward", best, backend_url, duration, conns, backend)
     return out
 
 
