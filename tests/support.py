@@ -180,10 +180,10 @@ class GatewayProcess:
 
 
 def spawn_gateway(config_path: Path | str, env: dict[str, str] | None = None, cwd: Path | None = None,
-                  wait_for: str | None = None, timeout: float = 30.0) -> GatewayProcess:
+                  wait_for: str | None = None, timeout: float = 30.0, args: tuple[str, ...] = ()) -> GatewayProcess:
     """``python -m tokenward serve --port 0``; returns once it listens (and ``wait_for`` was printed)."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tokenward", "serve", "--config", str(config_path), "--port", "0"],
+        [sys.executable, "-m", "tokenward", "serve", "--config", str(config_path), "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
         env={**os.environ, **(env or {})})
     lines: list[str] = []

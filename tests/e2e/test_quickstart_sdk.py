@@ -60,3 +60,22 @@ def test_check_config_exit_codes(tmp_path):
                          capture_output=True, text=True)
     assert out.returncode == 2
     assert "plans.team.max_output_tokens: expected int, got str" in out.stderr
+
+
+def test_several_workers_share_one_demo_key(tmp_path):
+    proc = spawn_gateway(QUICKSTART, cwd=tmp_path, wait_for="demo key:", args=("--workers", "2"))
+    try:
+        key = next(m.group(1) for line in proc.lines if (m := re.search(r"demo key: (\S+)", line)))
+        client = openai.OpenAI(base_url=proc.url + "/v1", api_key=key, max_retries=0)
+        # New connections each time, so both workers (one listening socket) answer some.
+        for _ in range(12):
+            reply = client.with_options(timeout=10).chat.completions.create(
+                model="small-chat", max_tokens=2, messages=[{"role": "user", "content": "hi"}])
+            assert reply.usage.completion_tokens == 2
+            client.close()
+            client = openai.OpenAI(base_url=proc.url + "/v1", api_key=key, max_retries=0)
+    finally:
+        proc.stop()
+    rest = proc.proc.stdout.read() if proc.proc.stdout else ""
+    printed = [line for line in proc.lines + rest.splitlines() if "demo key:" in line]
+    assert len(printed) == 1, printed

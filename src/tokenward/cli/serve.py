@@ -33,7 +33,23 @@ def _run_worker(config: Config, sock: socket.socket) -> None:
         sys.exit(3)
 
 
+def _demo_key_once(config: Config) -> Config:
+    """Several workers share one demo key: made here, and the workers are told not to."""
+    if config.demo is None:
+        return config
+    import asyncio
+
+    import msgspec
+
+    from ..identity.wiring import create_demo_key
+
+    asyncio.run(create_demo_key(config))
+    return msgspec.structs.replace(config, demo=None)
+
+
 def serve(config: Config, host: str, port: int, workers: int) -> None:
+    if workers > 1:
+        config = _demo_key_once(config)
     sock = bind_socket(host, port)
     actual = sock.getsockname()[1]
     print(f"tokenward listening on http://{host}:{actual}", flush=True)
