@@ -13,7 +13,7 @@ BENCH_WITHOUT (experiments, comma-separated): ``watch`` (no per-request disconne
 task), ``record`` (no decision record and metrics update), ``proxyheaders`` (uvicorn
 without its proxy-headers middleware), ``gcfreeze`` (gc.freeze() after start-up), ``gc``
 (gc.freeze() and a generation-0 threshold of 50,000). BENCH_DIAG=1: print garbage-collection pauses and event-loop
-lateness to stderr at exit. Without these variables it is exactly ``python -m tokenward``.
+lateness to stderr at exit. BENCH_GC=g0,g1,g2: garbage-collector thresholds after start-up. Without these variables it is exactly ``python -m tokenward``.
 """
 
 import gc
@@ -68,6 +68,20 @@ def switch_off(parts: set[str]) -> None:
                 gc.set_threshold(50_000, 20, 100)
 
         Gateway.startup = startup_then_freeze
+
+
+def set_gc_thresholds(spec: str) -> None:
+    """BENCH_GC=g0,g1,g2: the garbage collector's thresholds after start-up (experiment)."""
+    from tokenward.app import Gateway
+
+    thresholds = tuple(int(part) for part in spec.split(","))
+    startup = Gateway.startup
+
+    async def startup_then_thresholds(self):
+        await startup(self)
+        gc.set_threshold(*thresholds)
+
+    Gateway.startup = startup_then_thresholds
 
 
 def diagnose() -> None:
@@ -126,6 +140,8 @@ if os.environ.get("BENCH_STAGES") is not None:
     keep_only_stages(os.environ["BENCH_STAGES"])
 if os.environ.get("BENCH_WITHOUT"):
     switch_off({part.strip() for part in os.environ["BENCH_WITHOUT"].split(",")})
+if os.environ.get("BENCH_GC"):
+    set_gc_thresholds(os.environ["BENCH_GC"])
 
 sys.argv[0] = "tokenward"
 main()
