@@ -167,10 +167,11 @@ class UpstreamResponse:
             await self._wait(timeout)
 
     async def _wait(self, timeout: float | None) -> None:
-        loop = self._pool._loop
-        fut = loop.create_future()
+        pool = self._pool
+        fut = pool._loop.create_future()
         self._waiter = fut
-        timer = None if timeout is None else loop.call_later(timeout, expire, fut)
+        if timeout is not None:
+            pool._deadlines.add(fut, timeout)
         try:
             result = await fut
         except asyncio.CancelledError:
@@ -179,8 +180,8 @@ class UpstreamResponse:
             raise
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
+            if timeout is not None:
+                pool._deadlines.discard(fut)
         if result is TIMED_OUT:
             what = "the response body" if self._headers_done else "response headers"
             exc = UpstreamTimeout(f"upstream read timed out waiting for {what}", "read")

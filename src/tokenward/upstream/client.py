@@ -32,6 +32,7 @@ from tokenward.upstream._conn import (
     UpstreamTimeout,
     expire,
 )
+from tokenward.upstream.deadlines import Deadlines
 from tokenward.writes import WriteBatch, batch_for
 
 __all__ = [
@@ -77,6 +78,7 @@ class UpstreamPool:
         self._pool_timeout = pool_timeout
         self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # bound on first use
         self._batch: WriteBatch = None  # type: ignore[assignment]  # the loop's write batch, with the loop
+        self._deadlines: Deadlines = None  # type: ignore[assignment]  # read timeouts, with the loop
         self._idle: list[Conn] = []
         self._waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._open = 0
@@ -110,6 +112,7 @@ class UpstreamPool:
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
             self._batch = batch_for(self._loop)
+            self._deadlines = Deadlines(self._loop, expire)
         data = self._encode(method, path, headers, body)
         head = method == "HEAD"
         conn = await self._acquire(False)
