@@ -89,30 +89,35 @@ def make_scope(api_key: str | None, body: bytes) -> dict:
             "server": ("127.0.0.1", 8080)}
 
 
-class FakeCycle:
-    """Stands in for the server's request cycle, disconnect hook included (no watcher task)."""
+class StubConnection:
+    """What a request cycle needs of its connection, without a socket: writes land in a list."""
 
-    supports_disconnect_hook = True
+    write_paused = False
 
-    def __init__(self, body: bytes, sink: list) -> None:
-        self.body = body
+    def __init__(self, sink: list) -> None:
         self.sink = sink
-        self.disconnected = False
-        self.on_disconnect = None
+        self.loop = asyncio.get_running_loop()
 
-    async def receive(self) -> dict:
-        body, self.body = self.body, None
-        if body is not None:
-            return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.get_running_loop().create_future()  # like the server: wait for a disconnect
-        return {}
+    def write(self, data: bytes) -> None:
+        self.sink.append(data)
 
-    async def send(self, message: dict) -> None:
-        self.sink.append(message)
+    def response_done(self, cycle) -> None:
+        pass
+
+    def body_drained(self, size: int) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
 
 
 async def one_request(gateway, scope: dict, body: bytes, sink: list) -> None:
-    cycle = FakeCycle(body, sink)
+    """One request through the server's own request cycle (respond_now, disconnect hook)."""
+    from tokenward.http.cycle import RequestCycle
+
+    cycle = RequestCycle(StubConnection(sink), scope, True, False)
+    cycle.body = [body]
+    cycle.more_body = False
     await gateway(scope, cycle.receive, cycle.send)
 
 
@@ -167,9 +172,9 @@ async def measure(gateway, args, config_path: Path) -> None:
     scope = make_scope(api_key, body)
     sink: list = []
     await one_request(gateway, scope, body, sink)
-    status = sink[0].get("status")
+    status = _status(sink)
     if status != 200:
-        raise SystemExit(f"the stub request got {status}: {sink[1:]}")
+        raise SystemExit(f"the stub request got {status}: {sink!r:.500}")
     for _ in range(min(2000, args.requests)):  # warm caches
         await one_request(gateway, scope, body, [])
     used = float("inf")
@@ -194,10 +199,15 @@ async def measure(gateway, args, config_path: Path) -> None:
         print(out.getvalue())
 
 
+def _status(sink: list) -> int:
+    """The status of the first response written to the stub connection."""
+    return int(sink[0].split(b" ", 2)[1])
+
+
 async def key_if_needed(gateway, scope: dict, body: bytes, config_path: Path) -> str | None:
     sink: list = []
     await one_request(gateway, scope, body, sink)
-    if sink[0].get("status") != 401:
+    if _status(sink) != 401:
         return None
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from overhead import create_key

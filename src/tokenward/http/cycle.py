@@ -21,6 +21,12 @@ _FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
 _DISCONNECT = {"type": "http.disconnect"}
 
 
+def wake(waiter: asyncio.Future | None) -> None:
+    """Resolve a waiter that may be gone or already done."""
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
+
+
 def status_line(status: int) -> bytes:
     line = _STATUS_LINES.get(status)
     return line if line is not None else b"HTTP/1.1 %d \r\n" % status
@@ -55,11 +61,8 @@ class RequestCycle:
 
     # -- fed by the connection -------------------------------------------------------------
     def _wake(self) -> None:
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self.waiter = self.waiter, None
+        wake(waiter)
 
     def lost(self) -> None:
         self.disconnected = True

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 import httptools
 
 from ..writes import batch_for
-from .cycle import RequestCycle, status_line
+from .cycle import RequestCycle, status_line, wake
 
 log = logging.getLogger("tokenward.http")
 
@@ -230,11 +230,8 @@ class HttpConnection(asyncio.Protocol):
             self.state.tasks.discard(asyncio.current_task())
 
     def _wake_worker(self) -> None:
-        waiter = self.next_waiter
-        if waiter is not None:
-            self.next_waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self.next_waiter = self.next_waiter, None
+        wake(waiter)
 
     async def _run(self, cycle: RequestCycle) -> None:
         try:
@@ -311,11 +308,8 @@ class HttpConnection(asyncio.Protocol):
         await asyncio.shield(self.drain_waiter)
 
     def _wake_drain(self) -> None:
-        waiter = self.drain_waiter
-        if waiter is not None:
-            self.drain_waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        waiter, self.drain_waiter = self.drain_waiter, None
+        wake(waiter)
 
     # -- shutdown --------------------------------------------------------------------------
     def close_when_idle(self) -> None:
