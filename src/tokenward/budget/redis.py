@@ -179,7 +179,12 @@ class RedisStore:
             return None if level is None else (int(level), int(ts))
         if kind == b"string":
             [raw] = await self._run(pack(b"GET", key), 1)
-            return None if raw is None else int(raw)
+            if raw is None:
+                return None
+            if b" " in raw:  # a bucket: "level ts"
+                level, ts = raw.split(b" ")
+                return int(level), int(ts)
+            return int(raw)
         return None
 
     async def open_reservations(self, leases_key: str) -> int:

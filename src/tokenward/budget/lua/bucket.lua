@@ -5,13 +5,21 @@
 -- An integer as Redis stores it (no exponent, no fraction).
 local function num(x) return string.format('%.0f', x) end
 
--- A bucket's level refilled up to `now`: stored level `l` at time `t` (epoch ms) grows by
--- `rate` per ms up to `capacity`; a bucket never written is full.
+-- A bucket's level refilled up to `now`: stored as "level ts" (level at time ts, epoch ms),
+-- it grows by `rate` per ms up to `capacity`; a bucket never written is full. One GET:
+-- a string, not a hash, so the write back is one SET with its expiry (two commands fewer
+-- per bucket per script). A key still holding the {l, t} hash of an earlier version is
+-- read once with HMGET; the next write replaces it.
 local function refilled(key, capacity, rate, now)
-  local state = redis.call('HMGET', key, 'l', 't')
+  local raw = redis.pcall('GET', key)
+  if type(raw) == 'table' and raw.err then
+    local state = redis.call('HMGET', key, 'l', 't')
+    raw = state[1] and (state[1] .. ' ' .. state[2])
+  end
   local level, ts = capacity, now
-  if state[1] then
-    level, ts = tonumber(state[1]), tonumber(state[2])
+  if raw then
+    local l, t = string.match(raw, '^(%S+) (%S+)$')
+    level, ts = tonumber(l), tonumber(t)
     if now > ts then
       level = level + (now - ts) * rate
       if level > capacity then level = capacity end
@@ -21,3 +29,9 @@ local function refilled(key, capacity, rate, now)
   return level, ts
 end
 
+-- Write a bucket back; it expires once it would be full again (a full bucket is a missing one).
+local function store_bucket(key, level, ts, capacity, rate)
+  local full_in = 0
+  if level < capacity and rate > 0 then full_in = math.ceil((capacity - level) / rate) end
+  redis.call('SET', key, num(level) .. ' ' .. num(ts), 'PX', full_in + 60000)
+end

@@ -3,7 +3,7 @@
 --
 -- KEYS[1]    the reservation record (hash: c = recorded checks, k = their keys)
 -- KEYS[2]    the namespace's leases (zset: reservation id -> lease expiry, epoch ms)
--- KEYS[2+i]  check i's stored value (i = 1..n): a bucket hash {l = level, t = ts ms},
+-- KEYS[2+i]  check i's stored value (i = 1..n): a bucket "level ts" string (ts in ms),
 --            or a gauge / spend integer
 --            (every key shares the namespace's {hash tag}: one Redis Cluster slot)
 -- ARGV[1]    now (epoch ms)                ARGV[2] reservation id
@@ -20,7 +20,7 @@ local SCALE = 60000
 local now = tonumber(ARGV[1])
 local n = tonumber(ARGV[4])
 
--- num() and refilled() come from bucket.lua, prepended at load.
+-- num(), refilled() and store_bucket() come from bucket.lua, prepended at load.
 
 if redis.call('EXISTS', KEYS[1]) == 1 then
   return {2, 0, 0, ''}
@@ -93,15 +93,11 @@ local recorded = {}
 for i = 1, n do
   local key, kind = KEYS[2 + i], kinds[i]
   if kind == 'B' or kind == 'P' then
-    redis.call('HSET', key, 'l', num(levels[i]), 't', num(stamps[i]))
-    local full_in = 0
-    if levels[i] < p1s[i] and p2s[i] > 0 then full_in = math.ceil((p1s[i] - levels[i]) / p2s[i]) end
-    redis.call('PEXPIRE', key, full_in + 60000)   -- a full bucket is a missing one
+    store_bucket(key, levels[i], stamps[i], p1s[i], p2s[i])
   elseif kind == 'G' then
     redis.call('SET', key, num(levels[i]))
   else
-    redis.call('SET', key, num(levels[i]))
-    redis.call('PEXPIREAT', key, num(p2s[i]))
+    redis.call('SET', key, num(levels[i]), 'PXAT', num(p2s[i]))   -- gone when its period ends
   end
   recorded[i] = kind .. ' ' .. units[i] .. ' ' .. num(p1s[i]) .. ' ' .. num(p2s[i]) .. ' '
     .. num(amounts[i]) .. ' ' .. num(debits[i])

@@ -14,7 +14,7 @@ local SCALE = 60000
 local now = tonumber(ARGV[1])
 local tokens, cost, mode, id = tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
 
--- num() and refilled() come from bucket.lua, prepended at load.
+-- num(), refilled() and store_bucket() come from bucket.lua, prepended at load.
 
 local raw = redis.call('HGET', KEYS[1], 'c')
 if not raw then
@@ -56,18 +56,14 @@ for i = 1, #KEYS - 2 do
     local level, ts = refilled(key, p1, p2, now)
     level = level + (debit - actual) * SCALE
     if level < 0 then level = 0 elseif level > p1 then level = p1 end
-    redis.call('HSET', key, 'l', num(level), 't', num(ts))
-    local full_in = 0
-    if level < p1 and p2 > 0 then full_in = math.ceil((p1 - level) / p2) end
-    redis.call('PEXPIRE', key, full_in + 60000)   -- a full bucket is a missing one
+    store_bucket(key, level, ts, p1, p2)
   elseif kind == 'G' then
     local left = tonumber(redis.call('GET', key) or '0') - debit
     if left > 0 then redis.call('SET', key, num(left)) else redis.call('DEL', key) end
   else
     local spent = tonumber(redis.call('GET', key) or '0') + actual - debit
     if spent < 0 then spent = 0 end
-    redis.call('SET', key, num(spent))
-    redis.call('PEXPIREAT', key, num(p2))
+    redis.call('SET', key, num(spent), 'PXAT', num(p2))   -- gone when its period ends
   end
 end
 redis.call('DEL', KEYS[1])
