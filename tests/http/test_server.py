@@ -252,3 +252,24 @@ async def test_no_body_is_written_after_a_204():
         # The next response follows the 204's head directly: no stray body bytes in between.
         status, _, body = await asyncio.wait_for(read_response(reader), 2)
         assert status == 200 and body == b"ok"
+
+
+async def test_a_request_head_that_keeps_growing_is_refused_with_431():
+    # httptools buffers a header line until it ends: without this cap one endless header
+    # would grow without bound. A head under the cap on the same server gets through.
+    async with serve(echo, max_head_bytes=4096) as (_, port):
+        async with connection(port) as (reader, writer):
+            writer.write(b"GET /ok HTTP/1.1\r\nHost: x\r\nX-Fine: " + b"a" * 2000 + b"\r\n\r\n")
+            status, _, body = await asyncio.wait_for(read_response(reader), 2)
+            assert (status, body) == (200, b"GET /ok ")
+        async with connection(port) as (reader, writer):
+            writer.write(b"GET /big HTTP/1.1\r\nHost: x\r\nX-Endless: ")
+            for _ in range(40):  # 40 x 512 bytes, one header value that never ends
+                writer.write(b"b" * 512)
+                await writer.drain()
+                await asyncio.sleep(0.005)
+                if reader.at_eof() or reader._buffer:  # noqa: SLF001 - answered already
+                    break
+            status, headers, _ = await asyncio.wait_for(read_response(reader), 2)
+            assert status == 431 and headers["connection"] == "close"
+            assert await at_eof(reader)

@@ -27,8 +27,10 @@ def _run_worker(config: Config, sock: socket.socket) -> None:
 
     logging.basicConfig(level=config.logging.level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # Far enough above the edge stage's header limit that the edge answers with its reason code.
+    max_head = max(serving.MAX_HEAD_BYTES, 4 * config.edge.max_header_bytes)
     started = serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
-                          graceful_s=config.server.graceful_shutdown_s)
+                          graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head)
     if not started:
         sys.exit(3)
 

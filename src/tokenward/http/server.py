@@ -34,6 +34,10 @@ from .cycle import RequestCycle, status_line, wake
 log = logging.getLogger("tokenward.http")
 
 HIGH_WATER = 65536
+# httptools buffers a header line until it ends, without a limit of its own: a request
+# head that keeps growing is refused (431) at this many bytes, long before memory suffers.
+# The edge stage's finer limits (edge.max_header_bytes) apply below it, with reason codes.
+MAX_HEAD_BYTES = 65536
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 
 
@@ -45,10 +49,12 @@ def _plain_response(status: int, text: bytes) -> bytes:
 class ServerState:
     """What all connections of one server share."""
 
-    def __init__(self, app: Callable, loop: asyncio.AbstractEventLoop, keep_alive_s: float) -> None:
+    def __init__(self, app: Callable, loop: asyncio.AbstractEventLoop, keep_alive_s: float,
+                 max_head_bytes: int = MAX_HEAD_BYTES) -> None:
         self.app = app
         self.loop = loop
         self.keep_alive_s = keep_alive_s
+        self.max_head_bytes = max_head_bytes
         self.connections: set[HttpConnection] = set()
         self.tasks: set[asyncio.Task] = set()
         self.draining = False
@@ -64,7 +70,7 @@ class ServerState:
 class HttpConnection(asyncio.Protocol):
     __slots__ = ("state", "loop", "transport", "parser", "cycle", "parsing", "queue", "url", "headers", "expect",
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
-                 "scheme", "worker", "busy", "next_waiter")
+                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -81,6 +87,8 @@ class HttpConnection(asyncio.Protocol):
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect = False
+        self.in_head = False
+        self.head_bytes = 0  # bytes of reads that ended inside the current request head
         self.buffered = 0
         self.read_paused = False
         self.write_paused = False
@@ -127,6 +135,13 @@ class HttpConnection(asyncio.Protocol):
                 cycle.keep_alive = False
         except httptools.HttpParserError as exc:
             self._reject(400, b"Invalid HTTP request: " + str(exc).encode(errors="replace")[:200])
+            return
+        if self.in_head:
+            self.head_bytes += len(data)
+            if self.head_bytes > self.state.max_head_bytes:
+                self.in_head = False
+                self.transport.pause_reading()  # nothing more of this connection is read
+                self._reject(431, b"Request header fields too large")
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -142,6 +157,8 @@ class HttpConnection(asyncio.Protocol):
         self.url = b""
         self.headers = []
         self.expect = False
+        self.in_head = True
+        self.head_bytes = 0
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -153,6 +170,7 @@ class HttpConnection(asyncio.Protocol):
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        self.in_head = False
         parser = self.parser
         version = parser.get_http_version()
         raw_url = self.url

@@ -12,7 +12,7 @@ import signal
 import socket
 from typing import Callable
 
-from .server import ServerState, protocol_factory
+from .server import MAX_HEAD_BYTES, ServerState, protocol_factory
 
 log = logging.getLogger("tokenward.http")
 
@@ -59,8 +59,10 @@ class _Lifespan:
 
 
 class HttpServer:
-    def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0) -> None:
+    def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0,
+                 max_head_bytes: int = MAX_HEAD_BYTES) -> None:
         self.app = app
+        self.max_head_bytes = max_head_bytes
         self.keep_alive_s = keep_alive_s
         self.graceful_s = graceful_s
         self.state: ServerState | None = None
@@ -72,7 +74,7 @@ class HttpServer:
         """Run the app's start-up, then accept on ``sockets``; raises StartupFailed."""
         loop = asyncio.get_running_loop()
         await self._lifespan.startup()
-        self.state = ServerState(self.app, loop, self.keep_alive_s)
+        self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes)
         factory = protocol_factory(self.state)
         for sock in sockets:
             self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048))
@@ -113,7 +115,8 @@ class HttpServer:
         await self._lifespan.shutdown()
 
 
-def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0) -> bool:
+def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
+        max_head_bytes: int = MAX_HEAD_BYTES) -> bool:
     """Serve until SIGTERM or SIGINT; False if the app failed to start."""
     import uvloop
 
@@ -122,7 +125,7 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        server = HttpServer(app, keep_alive_s, graceful_s)
+        server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes)
         try:
             await server.start(sockets)
         except StartupFailed as exc:
