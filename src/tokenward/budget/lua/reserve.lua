@@ -95,9 +95,9 @@ for i = 1, n do
   if kind == 'B' or kind == 'P' then
     store_bucket(key, levels[i], stamps[i], p1s[i], p2s[i])
   elseif kind == 'G' then
-    redis.call('SET', key, num(levels[i]))
+    redis.call('SET', key, levels[i])
   else
-    redis.call('SET', key, num(levels[i]), 'PXAT', num(p2s[i]))   -- gone when its period ends
+    redis.call('SET', key, levels[i], 'PXAT', p2s[i])   -- gone when its period ends
   end
   -- p1, p2 and the amount as the caller sent them (integers in decimal): formatting a
   -- number costs more than anything else here, so only the debit is formatted.

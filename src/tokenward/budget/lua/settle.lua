@@ -59,11 +59,11 @@ for i = 1, #KEYS - 2 do
     store_bucket(key, level, ts, p1, p2)
   elseif kind == 'G' then
     local left = tonumber(redis.call('GET', key) or '0') - debit
-    if left > 0 then redis.call('SET', key, num(left)) else redis.call('DEL', key) end
+    if left > 0 then redis.call('SET', key, left) else redis.call('DEL', key) end
   else
     local spent = tonumber(redis.call('GET', key) or '0') + actual - debit
     if spent < 0 then spent = 0 end
-    redis.call('SET', key, num(spent), 'PXAT', num(p2))   -- gone when its period ends
+    redis.call('SET', key, spent, 'PXAT', p2)   -- gone when its period ends
   end
 end
 redis.call('DEL', KEYS[1])
