@@ -171,6 +171,15 @@ async def test_malformed_request_gets_400_and_close():
         assert await at_eof(reader)
 
 
+async def test_bytes_after_a_malformed_request_get_no_second_answer():
+    async with serve(echo) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"NOT A REQUEST\x00\r\n\r\n")
+        await writer.drain()
+        writer.write(b"MORE GARBAGE\x00\r\n\r\n" * 50)
+        raw = await asyncio.wait_for(reader.read(), 2)  # to the close
+    assert raw.startswith(b"HTTP/1.1 400 ") and raw.count(b"HTTP/1.1") == 1
+
+
 async def test_app_error_before_start_is_a_bare_500():
     async def app(scope, receive, send):
         raise ValueError("secret-detail-42")

@@ -70,7 +70,7 @@ class ServerState:
 class HttpConnection(asyncio.Protocol):
     __slots__ = ("state", "loop", "transport", "parser", "cycle", "parsing", "queue", "url", "headers", "expect",
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
-                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes")
+                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -89,6 +89,7 @@ class HttpConnection(asyncio.Protocol):
         self.expect = False
         self.in_head = False
         self.head_bytes = 0  # bytes of reads that ended inside the current request head
+        self.refused = False  # answered 400/431: nothing more is read
         self.buffered = 0
         self.read_paused = False
         self.write_paused = False
@@ -126,6 +127,8 @@ class HttpConnection(asyncio.Protocol):
         self.state.batch.close(self.transport)
 
     def data_received(self, data: bytes) -> None:
+        if self.refused:
+            return
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -140,7 +143,6 @@ class HttpConnection(asyncio.Protocol):
             self.head_bytes += len(data)
             if self.head_bytes > self.state.max_head_bytes:
                 self.in_head = False
-                self.transport.pause_reading()  # nothing more of this connection is read
                 self._reject(431, b"Request header fields too large")
 
     def pause_writing(self) -> None:
@@ -299,10 +301,15 @@ class HttpConnection(asyncio.Protocol):
         self.resume_reading()
 
     def _reject(self, status: int, text: bytes) -> None:
+        # Nothing more of this connection is parsed (the parser's state is gone); the
+        # close is deferred behind the answer's write, so stop reading until then.
+        self.refused = True
         cycle = self.cycle
         if cycle is None or cycle.complete:
             self.write(_plain_response(status, text))
         self.close()
+        if not self.transport.is_closing():
+            self.pause_reading()
 
     # -- flow control ----------------------------------------------------------------------
     def body_drained(self, size: int) -> None:
@@ -316,7 +323,7 @@ class HttpConnection(asyncio.Protocol):
             self.transport.pause_reading()
 
     def resume_reading(self) -> None:
-        if self.read_paused and not self.queue:
+        if self.read_paused and not self.queue and not self.refused:
             self.read_paused = False
             self.transport.resume_reading()
 
