@@ -95,6 +95,10 @@ async def stop_mock(server: uvicorn.Server) -> None:
 def run_mock(host: str = "127.0.0.1", port: int = 9100) -> None:
     """Blocking entry point of ``tokenward mock-upstream``."""
     sock = bind_socket(host, port)
+    # Listening before saying so: a client that connects on reading the line is queued
+    # by the kernel rather than refused while uvicorn is still starting (uvicorn's own
+    # listen() on the socket later is harmless).
+    sock.listen(2048)
     real_port = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     sys.stdout.write(f"mock-upstream listening on http://{shown}:{real_port}\n")
