@@ -74,7 +74,9 @@ class RequestCycle:
 
     # -- ASGI ------------------------------------------------------------------------------
     async def receive(self) -> dict:
-        while not (self.disconnected or self.complete) and (self.body_returned or not (self.body or not self.more_body)):
+        # Wait while there is nothing to hand over: no body bytes yet and more to come, or
+        # the whole body already handed over (then only a disconnect ends the wait).
+        while not (self.disconnected or self.complete) and (self.body_returned or (not self.body and self.more_body)):
             conn = self.conn
             if self.expect_continue:
                 self.expect_continue = False
