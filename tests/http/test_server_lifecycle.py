@@ -69,6 +69,31 @@ async def test_idle_and_half_open_connections_are_swept_but_busy_ones_are_not():
             assert (status, body) == (200, b"slow but fine")
 
 
+async def test_a_body_that_stops_arriving_gets_408_and_the_app_sees_a_disconnect():
+    seen = []
+
+    async def app(scope, receive, send):
+        while True:
+            message = await receive()
+            seen.append(message["type"])
+            if message["type"] == "http.disconnect" or not message.get("more_body"):
+                break
+        await respond(send, b"never sent")  # after the disconnect: a no-op, not an error
+
+    async with serve(app, keep_alive_s=0.3) as (_, port), connection(port) as (reader, writer):
+        # A fast body on the same server is untouched by the sweep.
+        writer.write(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")
+        status, _, body = await asyncio.wait_for(read_response(reader), 2)
+        assert (status, body) == (200, b"never sent")
+        started = time.monotonic()
+        writer.write(b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
+        status, headers, _ = await asyncio.wait_for(read_response(reader), 3)
+        assert status == 408 and headers["connection"] == "close"
+        assert 0.3 <= time.monotonic() - started < 2.0
+        assert await at_eof(reader)
+    assert seen[-2:] == ["http.request", "http.disconnect"]
+
+
 async def test_graceful_stop_finishes_in_flight_requests_and_refuses_new_ones():
     entered = asyncio.Event()
 

@@ -61,16 +61,20 @@ class ServerState:
         self.batch = batch_for(loop)
 
     def sweep_idle(self) -> None:
-        """Close connections idle (or stuck in a request head) for longer than keep-alive."""
+        """Close connections idle (or stuck in a request head) for longer than keep-alive,
+        and answer 408 to requests whose body stopped arriving for as long."""
         cutoff = self.loop.time() - self.keep_alive_s
-        for conn in [c for c in self.connections if c.idle_since is not None and c.idle_since < cutoff]:
-            conn.close()
+        for conn in list(self.connections):
+            if conn.idle_since is not None and conn.idle_since < cutoff:
+                conn.close()
+            elif conn.last_read < cutoff and conn.waiting_for_body():
+                conn.time_out_body()
 
 
 class HttpConnection(asyncio.Protocol):
     __slots__ = ("state", "loop", "transport", "parser", "cycle", "parsing", "queue", "url", "headers", "expect",
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
-                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused")
+                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused", "last_read")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -90,6 +94,7 @@ class HttpConnection(asyncio.Protocol):
         self.in_head = False
         self.head_bytes = 0  # bytes of reads that ended inside the current request head
         self.refused = False  # answered 400/431: nothing more is read
+        self.last_read = 0.0  # loop time of the last bytes received
         self.buffered = 0
         self.read_paused = False
         self.write_paused = False
@@ -102,7 +107,7 @@ class HttpConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
         self.state.connections.add(self)
-        self.idle_since = self.loop.time()
+        self.idle_since = self.last_read = self.loop.time()
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")
         self.client = tuple(peer[:2]) if isinstance(peer, tuple) else None
@@ -129,6 +134,7 @@ class HttpConnection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.refused:
             return
+        self.last_read = self.loop.time()
         try:
             self.parser.feed_data(data)
         except httptools.HttpParserUpgrade:
@@ -299,6 +305,18 @@ class HttpConnection(asyncio.Protocol):
         if not self.queue:
             self.idle_since = self.loop.time()
         self.resume_reading()
+
+    def waiting_for_body(self) -> bool:
+        cycle = self.cycle
+        return cycle is not None and cycle.waiter is not None and cycle.more_body and not cycle.body_returned
+
+    def time_out_body(self) -> None:
+        """A request body that stopped arriving: 408, and the app sees a disconnect."""
+        cycle = self.cycle
+        if cycle is not None and not cycle.started:
+            cycle.started = True  # nothing else may answer now
+            self.write(_plain_response(408, b"Request body timed out"))
+        self.close()
 
     def _reject(self, status: int, text: bytes) -> None:
         # Nothing more of this connection is parsed (the parser's state is gone); the
