@@ -22,7 +22,8 @@ class ServerConfig(_Strict):
     workers: int = 1
     # Lets a load balancer's health checks and Prometheus use the public listener.
     expose_metrics: bool = False
-    # An idle keep-alive connection (or one that never finishes its request head) is closed after this.
+    # An idle keep-alive connection (or one that never finishes its request head) is closed
+    # after this, and a request whose body stops arriving for this long gets 408.
     keep_alive_s: float = 30.0
     # On SIGTERM: stop accepting, give open requests (streams included) this long to finish.
     graceful_shutdown_s: float = 30.0
