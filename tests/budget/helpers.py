@@ -22,7 +22,8 @@ def gauge(name: str, limit: int, unit: str = SLOT, enforce: int = 1, ns: str = N
 
 
 def spend(name: str, cap: int, expires_ms: int, enforce: int = 1, ns: str = NS) -> Check:
-    return Check(f"{ns}:s:{name}", SPEND, COST, cap, expires_ms, enforce)
+    # named like limits.py's spend keys: the period last
+    return Check(f"{ns}:s:{name}:{expires_ms}", SPEND, COST, cap, expires_ms, enforce)
 
 
 def reserve(layout: Layout, rid: str, now_ms: int, amounts: list[int], lease_ms: int = 30_000) -> ReserveCall:

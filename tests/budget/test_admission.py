@@ -330,23 +330,3 @@ async def test_a_reservation_cancelled_in_flight_is_voided_and_frees_the_breaker
     breaker.abandon()
     assert breaker.allow()
     await admitter.close()
-
-
-async def test_a_bucket_left_as_a_hash_by_an_earlier_version_is_read_then_replaced(redis_server, clock):
-    """Buckets used to be {l, t} hashes; after an upgrade the first reservation must read
-    one (not fail with WRONGTYPE and refuse everything) and write it back as a string."""
-    from tokenward.budget.redis import RedisStore
-    from tokenward.budget.resp import pack
-
-    store = RedisStore(redis_server.url, timeout_s=1.0)
-    admitter = Admitter(config(), store, clock=clock)
-    key = tenant_namespace("tw", "acme") + ":b:tokens"
-    level = 2000 * SCALE  # a third full: an old hash, not a missing (full) bucket
-    await store._run(pack(b"HSET", key, b"l", level, b"t", clock.ms), 1)
-    decision = await admit(admitter, tokens=500)
-    assert decision.admitted
-    assert await store.value(key) == (level - 500 * SCALE, clock.ms)
-    [kind] = await store._run(pack(b"TYPE", key), 1)
-    assert kind == b"string"
-    await admitter.settle(decision.ticket, 500, 1, policy.SETTLE)
-    await admitter.close()

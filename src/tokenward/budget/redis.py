@@ -14,12 +14,14 @@ kept on the layout. Every failure is raised as ``StoreUnavailable``.
 from __future__ import annotations
 
 import hashlib
+import struct
 from importlib import resources
 from typing import Sequence
 
-from .policy import Outcome
+from . import policy
+from .policy import Check, Outcome
 from .resp import RedisPyConnections, RespClient, ScriptMissing, _bulk, pack
-from .store import ALREADY_RESERVED, LeaseRenewal, ReserveCall, SettleCall
+from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
 
 
 def _load(name: str) -> bytes:
@@ -31,7 +33,7 @@ class Script:
 
     def __init__(self, name: str) -> None:
         # Redis scripts cannot import: the shared helpers are prepended to each one.
-        self.source = _load("bucket.lua") + _load(name)
+        self.source = _load("state.lua") + _load(name)
         self.sha = hashlib.sha1(self.source).hexdigest().encode()
         self.head = b"$7\r\nEVALSHA\r\n$40\r\n" + self.sha + b"\r\n"
 
@@ -39,23 +41,48 @@ class Script:
 RESERVE = Script("reserve.lua")
 SETTLE = Script("settle.lua")
 
+_KIND = {policy.BUCKET: 1, policy.SOFT: 2, policy.GAUGE: 3, policy.SPEND: 4}
+_UNIT = {policy.TOKENS: 1, policy.COST: 2, policy.REQUEST: 3, policy.SLOT: 4}
+_pack_amounts = [struct.Struct("<%dd" % n).pack for n in range(33)]
+
+
+def field_of(namespace: str, check: Check) -> str:
+    """A check's field in its namespace's hash: the key after the namespace; a spend key
+    without its period (one field per period kind, the period stored with the value)."""
+    name = check.key[len(namespace) + 1:]
+    return name.rsplit(":", 1)[0] if check.kind == policy.SPEND else name
+
+
+def namespace_of(key: str) -> str:
+    """``tw:{t:acme}:b:tokens`` -> ``tw:{t:acme}`` (the hash tag closes the namespace)."""
+    return key[: key.index("}") + 1]
+
 
 class _ReserveWire:
-    """What a layout's calls share, encoded once: each command's head up to the record key,
-    the record key's prefix, the keys after the record and the checks' unchanging tail of ARGV."""
+    """What a layout's calls share, encoded once: each command's head, the keys after the
+    record key, the packed checks and the fields."""
 
-    __slots__ = ("reserve_head", "settle_head", "record_prefix", "keys", "tail", "n")
+    __slots__ = ("reserve_head", "reserve_tail", "settle_head", "settle_keys", "fields", "pack_amounts")
 
-    def __init__(self, call: ReserveCall) -> None:
-        layout = call.layout
+    def __init__(self, layout: Layout) -> None:
         n = len(layout.checks)
-        self.n = b"%d" % n
-        numkeys = _bulk(2 + n)
-        self.reserve_head = b"*%d\r\n" % (3 + (2 + n) + 4 + n + 5 * n) + RESERVE.head + numkeys
-        self.settle_head = b"*%d\r\n" % (3 + (2 + n) + 5) + SETTLE.head + numkeys
-        self.record_prefix = layout.record_key("").encode()
-        self.keys = _bulk(layout.leases_key) + b"".join(map(_bulk, layout.keys))
-        self.tail = b"".join(_bulk(v) for c in layout.checks for v in (c.kind, c.unit, c.p1, c.p2, c.enforce))
+        if n >= len(_pack_amounts):
+            raise ValueError(f"at most {len(_pack_amounts) - 1} checks per namespace")
+        spec = struct.pack("<%dd" % (5 * n), *(v for c in layout.checks
+                                               for v in (_KIND[c.kind], _UNIT[c.unit], c.p1, c.p2, c.enforce)))
+        state = _bulk(layout.namespace)
+        leases = _bulk(layout.leases_key)
+        old_keys = b"".join(map(_bulk, layout.keys))
+        fields = [field_of(layout.namespace, c) for c in layout.checks]
+        if len(set(fields)) < n:
+            raise ValueError(f"two checks of {layout.namespace} share a field: {fields}")
+        self.fields = b"".join(map(_bulk, fields))
+        self.reserve_head = (b"*%d\r\n" % (3 + (2 + n) + 5 + n) + RESERVE.head + _bulk(2 + n)
+                             + state + leases + old_keys)
+        self.reserve_tail = _bulk(spec)
+        self.settle_head = b"*%d\r\n" % (3 + (3 + n) + 5 + n) + SETTLE.head + _bulk(3 + n) + state + leases
+        self.settle_keys = old_keys
+        self.pack_amounts = _pack_amounts[n]
 
 
 def _ascii_bulks(values: tuple) -> bytes:
@@ -63,33 +90,31 @@ def _ascii_bulks(values: tuple) -> bytes:
     return "".join([f"${len(v)}\r\n{v}\r\n" for v in map(str, values)]).encode()
 
 
-def _record_bulk(wire: _ReserveWire, rid: bytes) -> bytes:
-    return b"$%d\r\n%b%b\r\n" % (len(wire.record_prefix) + len(rid), wire.record_prefix, rid)
+def _wire(layout: Layout) -> _ReserveWire:
+    wire = layout.wire
+    if wire is None:
+        wire = layout.wire = _ReserveWire(layout)
+    return wire  # type: ignore[return-value]
 
 
 def _pack_reserve(call: ReserveCall) -> bytes:
-    layout = call.layout
-    wire = layout.wire
-    if wire is None:
-        wire = layout.wire = _ReserveWire(call)
-    rid = call.reservation_id.encode()
-    now = b"%d" % call.now_ms
-    until = b"%d" % call.lease_until_ms
-    head = b"$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n$%d\r\n%b\r\n" % (
-        len(now), now, len(rid), rid, len(until), until, len(wire.n), wire.n)
-    return b"".join((wire.reserve_head, _record_bulk(wire, rid), wire.keys, head,
-                     _ascii_bulks(call.amounts), wire.tail))
+    wire = _wire(call.layout)
+    amounts = wire.pack_amounts(*call.amounts)
+    return b"".join((wire.reserve_head, _ascii_bulks((call.now_ms, call.reservation_id, call.lease_until_ms)),
+                     wire.reserve_tail, b"$%d\r\n%b\r\n" % (len(amounts), amounts), wire.fields))
 
 
 def _pack_settle(call: SettleCall) -> bytes:
-    layout = call.layout
     args = _ascii_bulks((call.now_ms, call.tokens, call.cost, call.mode, call.reservation_id))
+    layout = call.layout
     if layout is not None and isinstance(layout.wire, _ReserveWire):
         wire = layout.wire
-        return b"".join((wire.settle_head, _bulk(call.record_key), wire.keys, args))
-    keys = _bulk(call.leases_key) + b"".join(map(_bulk, call.keys))
-    return b"".join((b"*%d\r\n" % (3 + 2 + len(call.keys) + 5), SETTLE.head, _bulk(2 + len(call.keys)),
-                     _bulk(call.record_key), keys, args))
+        return b"".join((wire.settle_head, _bulk(call.record_key), wire.settle_keys, args, wire.fields))
+    # the reconciler's settle: the script reads the fields from the record
+    namespace = call.leases_key[: -len(":leases")]
+    keys = (namespace, call.leases_key, call.record_key, *call.keys)
+    return b"".join((b"*%d\r\n" % (3 + len(keys) + 5), SETTLE.head, _bulk(len(keys)),
+                     b"".join(map(_bulk, keys)), args))
 
 
 def _outcome(reply: list) -> Outcome:
@@ -98,6 +123,22 @@ def _outcome(reply: list) -> Outcome:
         return ALREADY_RESERVED
     shadow = tuple(int(i) - 1 for i in reply[3].split(b",")) if reply[3] else ()
     return Outcome(status == 1, reply[1] - 1, reply[2], shadow, tuple(reply[4:]))
+
+
+def _record_keys(record: bytes) -> list[str]:
+    """The earlier-version keys a record lists: after the packed part (see reserve.lua)
+    and the fields, past the newline."""
+    n = int(struct.unpack_from("<d", record)[0])
+    text = record[8 + 56 * n:]
+    return text[text.index(b"\n") + 1:].decode().split(" ")
+
+
+def _decode_value(raw: bytes) -> object:
+    kind = raw[0]
+    if kind == 1:
+        level, ts = struct.unpack_from("<dd", raw, 1)
+        return int(level), int(ts)
+    return int(struct.unpack_from("<d", raw, 1)[0])
 
 
 class RedisStore:
@@ -168,10 +209,32 @@ class RedisStore:
     async def record_keys(self, record_keys: Sequence[str]) -> list[list[str] | None]:
         if not record_keys:
             return []
-        replies = await self._run(b"".join(pack(b"HGET", key, b"k") for key in record_keys), len(record_keys))
-        return [reply.decode().split(" ") if reply is not None else None for reply in replies]
+        commands = []
+        for key in record_keys:
+            namespace = namespace_of(key)
+            commands.append(pack(b"HGET", namespace, key[len(namespace) + 1:]))
+            commands.append(pack(b"HGET", key, b"k"))   # a record of an earlier version
+        replies = await self._run(b"".join(commands), len(commands))
+        out: list[list[str] | None] = []
+        for record, old in zip(replies[::2], replies[1::2]):
+            if record is not None:
+                out.append(_record_keys(record))
+            else:
+                out.append(old.decode().split(" ") if old is not None else None)
+        return out
 
     async def value(self, key: str) -> object:
+        namespace = namespace_of(key)
+        name = key[len(namespace) + 1:]
+        whole, period_less = await self._run(pack(b"HGET", namespace, name)
+                                             + pack(b"HGET", namespace, name.rsplit(":", 1)[0]), 2)
+        if whole is not None:
+            return _decode_value(whole)
+        if period_less is not None and period_less[0] == 4:
+            return _decode_value(period_less)
+        return await self._legacy_value(key)
+
+    async def _legacy_value(self, key: str) -> object:
         # Two reads, not atomic: a key settled in between reads as gone.
         [kind] = await self._run(pack(b"TYPE", key), 1)
         if kind == b"hash":

@@ -1,50 +1,61 @@
 -- reserve.lua: one reservation against every check of one namespace, all or nothing.
 -- Mirrors policy.reserve (src/tokenward/budget/policy.py) step for step.
 --
--- KEYS[1]    the reservation record (hash: c = recorded checks, k = their keys)
+-- KEYS[1]    the namespace's hash: its values and open reservations (see state.lua)
 -- KEYS[2]    the namespace's leases (zset: reservation id -> lease expiry, epoch ms)
--- KEYS[2+i]  check i's stored value (i = 1..n): a bucket "level ts" string (ts in ms),
---            or a gauge / spend integer
+-- KEYS[2+i]  where an earlier version kept check i's value (read only while its field is missing)
 --            (every key shares the namespace's {hash tag}: one Redis Cluster slot)
--- ARGV[1]    now (epoch ms)                ARGV[2] reservation id
--- ARGV[3]    lease expiry (epoch ms)       ARGV[4] n, the number of checks
--- ARGV[4+i]  check i's amount (i = 1..n)
--- ARGV[4 + n + 5(i-1) + 1 .. 5]  check i: kind (B|P|G|S), unit (t|c|r|s), p1, p2,
---            enforce (1 enforced, 0 shadow); amounts first, so a caller can send this
---            unchanging tail as bytes it encoded once
+-- ARGV[1]    now (epoch ms)     ARGV[2] reservation id     ARGV[3] lease expiry (epoch ms)
+-- ARGV[4]    the checks, five little-endian doubles each: kind (1 bucket, 2 soft bucket,
+--            3 gauge, 4 spend), unit (1 tokens, 2 cost, 3 request, 4 slot), p1, p2,
+--            enforce (1 enforced, 0 shadow); the same for every call of a layout, so the
+--            caller encodes it once
+-- ARGV[5]    the amounts, one little-endian double per check
+-- ARGV[5+i]  check i's field in KEYS[1] (i = 1..n)
+-- Writes the field "r:<id>": "<d" n, ARGV[4], ARGV[5], the debits ("<d" each), then the
+-- fields and the earlier keys, space-separated, a newline between them.
 -- Returns {status (1 reserved, 2 already reserved, 0 refused), failed check (1-based, 0 if
 --          none), retry_ms (-1: no honest value), shadow checks ("2,5" or ""),
 --          level_1 .. level_n (scaled bucket level, gauge count or spent; after the call
 --          when reserved, before it when refused)}
-local SCALE = 60000
+
+-- SCALE, the kinds, legacy_value(), refilled(), counted() and packed() come from state.lua.
+
 local now = tonumber(ARGV[1])
-local n = tonumber(ARGV[4])
-
--- num(), refilled() and store_bucket() come from bucket.lua, prepended at load.
-
-if redis.call('EXISTS', KEYS[1]) == 1 then
+local n = #ARGV - 5
+local fields = {}
+for i = 1, n do fields[i] = ARGV[5 + i] end
+local record_field = 'r:' .. ARGV[2]
+fields[n + 1] = record_field
+local stored = redis.call('HMGET', KEYS[1], unpack(fields))
+if stored[n + 1] then
   return {2, 0, 0, ''}
 end
 
-local kinds, units, p1s, p2s, amounts, debits = {}, {}, {}, {}, {}, {}
-local levels, stamps, befores = {}, {}, {}
-local failed, retry, shadow, carry = 0, 0, {}, -1
+local spec = {struct.unpack('<' .. string.rep('d', 5 * n), ARGV[4])}
+local amounts = {struct.unpack('<' .. string.rep('d', n), ARGV[5])}
+local writes, debits, levels, befores, shadow, migrated = {}, {}, {}, {}, {}, {}
+local failed, retry, carry = 0, 0, -1
 
 for i = 1, n do
-  local a = 4 + n + 5 * (i - 1)
-  local kind, p1, p2 = ARGV[a + 1], tonumber(ARGV[a + 3]), tonumber(ARGV[a + 4])
-  local amount, enforce = tonumber(ARGV[4 + i]), ARGV[a + 5] == '1'
-  kinds[i], units[i], p1s[i], p2s[i], amounts[i], debits[i] = kind, ARGV[a + 2], p1, p2, amount, 0
+  local s = 5 * (i - 1)
+  local kind, p1, p2, enforce = spec[s + 1], spec[s + 3], spec[s + 4], spec[s + 5] == 1
+  local raw = stored[i]
+  if not raw then
+    raw = legacy_value(KEYS[2 + i], kind, p2)
+    if raw then migrated[#migrated + 1] = KEYS[2 + i] end
+  end
   -- the check after a soft one takes what it left; its own amount is the same total
-  local need = amount
+  local need = amounts[i]
   if carry >= 0 then need = carry end
   carry = -1
-  local fits = true
-  if kind == 'B' or kind == 'P' then
-    local level, ts = refilled(KEYS[2 + i], p1, p2, now)
+  debits[i] = 0
+  local fits, a, b = true, 0, 0
+  if kind <= SOFT then
+    local level, ts = refilled(raw, p1, p2, now)
     befores[i] = level
     local scaled = need * SCALE
-    if kind == 'P' then
+    if kind == SOFT then
       local take = math.min(math.floor(level / SCALE), need)
       carry = need - take
       debits[i] = take
@@ -60,9 +71,9 @@ for i = 1, n do
         if w < 0 or retry < 0 then retry = -1 elseif w > retry then retry = w end
       end
     end
-    levels[i], stamps[i] = level, ts
+    a, b = level, ts
   else
-    local current = tonumber(redis.call('GET', KEYS[2 + i]) or '0')
+    local current, period = counted(raw, kind, p2)
     befores[i] = current
     fits = current + need <= p1
     if fits or not enforce then
@@ -71,8 +82,10 @@ for i = 1, n do
     else
       retry = -1
     end
-    levels[i] = current
+    a, b = current, period
   end
+  levels[i] = a
+  writes[2 * i - 1], writes[2 * i] = fields[i], packed(kind, a, b)
   if not fits then
     if enforce then
       if failed == 0 then failed = i end
@@ -89,24 +102,13 @@ if failed > 0 then
   return out
 end
 
-local recorded = {}
-for i = 1, n do
-  local key, kind = KEYS[2 + i], kinds[i]
-  if kind == 'B' or kind == 'P' then
-    store_bucket(key, levels[i], stamps[i], p1s[i], p2s[i])
-  elseif kind == 'G' then
-    redis.call('SET', key, levels[i])
-  else
-    redis.call('SET', key, levels[i], 'PXAT', p2s[i])   -- gone when its period ends
-  end
-  -- p1, p2 and the amount as the caller sent them (integers in decimal): formatting a
-  -- number costs more than anything else here, so only the debit is formatted.
-  local a = 4 + n + 5 * (i - 1)
-  recorded[i] = kind .. ' ' .. units[i] .. ' ' .. ARGV[a + 3] .. ' ' .. ARGV[a + 4] .. ' '
-    .. ARGV[4 + i] .. ' ' .. num(debits[i])
-end
-redis.call('HSET', KEYS[1], 'c', table.concat(recorded, ' '), 'k', table.concat(KEYS, ' ', 3))
+writes[2 * n + 1] = record_field
+writes[2 * n + 2] = struct.pack('<d', n) .. ARGV[4] .. ARGV[5] .. struct.pack('<' .. string.rep('d', n), unpack(debits))
+  .. table.concat(fields, ' ', 1, n) .. '\n' .. table.concat(KEYS, ' ', 3)
+redis.call('HSET', KEYS[1], unpack(writes))
+redis.call('PEXPIRE', KEYS[1], KEEP_MS)
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[2])
+if #migrated > 0 then redis.call('DEL', unpack(migrated)) end
 out = {1, 0, 0, table.concat(shadow, ',')}
 for i = 1, n do out[4 + i] = levels[i] end
 return out
