@@ -260,8 +260,9 @@ async def test_a_dead_replicas_reservation_is_reconciled_after_its_lease(any_sto
     dead = Admitter(config(), any_store, clock=clock)
     held = await admit(dead, "acme", tokens=1000)
     assert held.admitted
-    await dead.keeper.close()          # the replica dies: nobody renews its lease
     alive = Admitter(config(), any_store, clock=clock)
+    await alive.keeper.tick()          # a replica that has been up for a while
+    await dead.keeper.close()          # the replica dies: nobody renews its lease
     ns = tenant_namespace("tw", "acme")
     clock.advance(2)
     await alive.keeper.tick()
@@ -290,6 +291,40 @@ async def test_open_reservations_are_renewed_by_one_background_task(any_store, c
         await admitter.settle(d.ticket, 1, 0, policy.SETTLE)
     assert await any_store.open_reservations(ns + ":leases") == 0
     await admitter.close()
+    await other.close()
+
+
+async def test_after_an_outage_longer_than_a_lease_a_live_stream_is_renewed_not_reconciled(clock):
+    """Every lease expires during a long outage; when the store returns, a replica whose
+    tick comes first must not settle another live replica's reservation as dead."""
+    store = Flaky()
+    breaker_clock = [0.0]
+    owner = Admitter(config(), store, clock=clock, breaker=Breaker(lambda: breaker_clock[0]))
+    other = Admitter(config(), store, clock=clock, breaker=Breaker(lambda: breaker_clock[0]))
+    held = await admit(owner, "acme", tokens=1000)
+    ns = tenant_namespace("tw", "acme")
+    for keeper in (owner.keeper, other.keeper):
+        await keeper.tick()
+    store.down = True
+    for _ in range(5):                 # 5 s down, the lease is 3 s: ticks fail on both replicas
+        clock.advance(1)
+        breaker_clock[0] += 5
+        for keeper in (other.keeper, owner.keeper):
+            await keeper.tick()
+    store.down = False
+    breaker_clock[0] += 5
+    await other.keeper.tick()          # the other replica happens to tick first: it only looks
+    assert await store.inner.open_reservations(ns + ":leases") == 1
+    for _ in range(4):
+        clock.advance(1)
+        await owner.keeper.tick()      # renews its own
+        await other.keeper.tick()      # reconciles again after 3 s of answers: nothing expired
+    assert await store.inner.open_reservations(ns + ":leases") == 1
+    assert await store.inner.value(ns + ":g:streams") == 1
+    assert await owner.settle(held.ticket, 100, 0, policy.SETTLE)
+    assert await store.inner.open_reservations(ns + ":leases") == 0
+    assert await store.inner.value(ns + ":g:streams") is None
+    await owner.close()
     await other.close()
 
 

@@ -7,7 +7,11 @@ One background task per process (not per request) wakes every ``lease_s / 3``:
 - retries settles that failed while the store was unreachable (each is idempotent by
   reservation id, so a retry that races a late success is harmless); one that outlives
   its lease is left to the reconciler, which charges it in full;
-- runs the reconciler for leases that expired anywhere (a dead replica's).
+- runs the reconciler for leases that expired anywhere (a dead replica's), but only once
+  the store has answered this process for a whole lease: after an outage longer than a
+  lease, every lease has expired, the living replicas' too, and each owner needs a tick to
+  renew its own before anyone may take a lease's expiry as proof that its owner died. The
+  same wait applies after start-up.
 """
 
 from __future__ import annotations
@@ -77,6 +81,9 @@ class LeaseKeeper:
         self.interval_s = max(lease_s / 3, 0.01)
         self._clock = clock
         self._reconcilers = reconcilers
+        self.grace_s = lease_s
+        # per reconciler: since when its store has answered without a failure (None: not yet)
+        self._answering_since: list[float | None] = [None] * len(reconcilers)
         self.open: dict[str, Ticket] = {}
         self.pending: list[tuple[Guarded, SettleCall]] = []
         self._task: asyncio.Task | None = None
@@ -115,12 +122,19 @@ class LeaseKeeper:
     async def tick(self) -> None:
         await self._renew()
         await self._retry_pending()
-        for guarded, reconciler in self._reconcilers:
-            if guarded.allow():
-                try:
-                    await guarded.call(reconciler.run_once)
-                except StoreUnavailable:
-                    pass
+        for i, (guarded, reconciler) in enumerate(self._reconcilers):
+            since = self._answering_since[i]
+            if not guarded.allow():
+                self._answering_since[i] = None
+                continue
+            now = self._clock()
+            try:
+                await guarded.call(reconciler.run_once, since is not None and now - since >= self.grace_s)
+            except StoreUnavailable:
+                self._answering_since[i] = None
+            else:
+                if since is None:
+                    self._answering_since[i] = now
 
     async def _renew(self) -> None:
         until = int(self._clock() * 1000) + self.lease_ms

@@ -32,13 +32,15 @@ class Reconciler:
         self.batch = batch
         self.reconciled = 0
 
-    async def run_once(self) -> int:
-        """Settle what has expired now; returns how many this call settled. Raises StoreUnavailable."""
+    async def run_once(self, act: bool = True) -> int:
+        """Settle what has expired now; returns how many this call settled. Raises StoreUnavailable.
+
+        With ``act=False`` it only looks (proof that the store answers) and settles nothing."""
         now_ms = int(self._clock() * 1000)
         leases_keys = [ns + ":leases" for ns in self._namespaces()]
         found = await self.store.expired(leases_keys, now_ms, self.batch)
         expired = [(key[: -len(":leases")], key, rid) for key, ids in zip(leases_keys, found) for rid in ids]
-        if not expired:
+        if not expired or not act:
             return 0
         record_keys = [f"{ns}:r:{rid}" for ns, _, rid in expired]
         keys = await self.store.record_keys(record_keys)
