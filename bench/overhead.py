@@ -35,6 +35,7 @@ from harness import (  # noqa: E402
     BENCH_DIR, GATEWAY_CPU, LOAD_CPU, PYTHON, BenchError, Proc, Procs, children_cpu, cpu_busy, http_post, machine, post_when_up,
     pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet,
 )
+from nginx_ref import start_nginx  # noqa: E402
 from profile_gateway import profile_during  # noqa: E402
 
 CHAT = "/v1/chat/completions"
@@ -188,6 +189,17 @@ def reference_proxy(procs: Procs, backend: Proc, backend_url: str, args) -> dict
         procs.procs.remove(proc)
 
 
+def nginx_hop(procs: Procs, tmp: Path, backend: Proc, backend_url: str, args) -> dict:
+    """A plain nginx hop on the gateway's CPU, same backend, same load (bench/nginx_ref.py)."""
+    proc, url = start_nginx(procs, tmp, backend_url)
+    try:
+        run_wrk(url + CHAT, max(args.conns), 1)
+        return {c: wrk_side(url, c, args.duration, None, backend, proc, True) for c in args.conns}
+    finally:
+        proc.stop()
+        procs.procs.remove(proc)
+
+
 def foreign_load(before: dict, after: dict, seconds: float, ours: dict) -> dict:
     """Share of each CPU used by anything but this benchmark's processes (other people's work)."""
     used = {cpu: (after[cpu] - before[cpu]) / seconds for cpu in before}
@@ -264,6 +276,8 @@ def measure(args, procs: Procs, tmp: Path) -> dict:
     if args.reference:
         results["reference"] = reference_proxy(procs, backend, backend_url, args)
         results["reference_server"] = args.reference_server
+    if args.nginx:
+        results["nginx"] = nginx_hop(procs, tmp, backend, backend_url, args)
     if args.streams:
         results["stream"] = stream_pair(backend_url, gateway_url, args, api_key, backend, gateway)
     results["decision_records"] = summarize_records(tmp / "decisions.jsonl")
@@ -302,6 +316,11 @@ def report(results: dict) -> str:
                      f"{ref['cpu_util']['gateway']:>6.2f}{ref['cpu_util']['backend'] + ref['cpu_util']['wrk']:>6.2f}"
                      f"{ref['foreign_util']['cpu0']:>8.2f}{ref['foreign_util']['cpu1']:>8.2f}"
                      f"   (minimal {results['reference_server']}+UpstreamPool pass-through, no pipeline)")
+    for conns, ref in results.get("nginx", {}).items():
+        lines.append(f"{'nginx c' + str(conns):<12}{ref['rps']:>10.0f}{ref['errors']:>8}{ref['p50_us'] / 1000:>9.3f}"
+                     f"{ref['p99_us'] / 1000:>9.3f}{ref['gateway_cpu_us_per_request']:>11.1f}"
+                     f"{ref['cpu_util']['gateway']:>6.2f}{ref['cpu_util']['backend'] + ref['cpu_util']['wrk']:>6.2f}"
+                     f"{ref['foreign_util']['cpu0']:>8.2f}{ref['foreign_util']['cpu1']:>8.2f}   (plain nginx hop)")
     stream = results.get("stream")
     if stream:
         for side in ("direct", "gateway"):
@@ -355,6 +374,8 @@ def parse_args() -> argparse.Namespace:
                         help="first wait up to S seconds for both CPUs to be idle (other people's work)")
     parser.add_argument("--without", help="experiment: switch parts of the gateway off (gateway_launcher.py's "
                         "BENCH_WITHOUT: watch, record, proxyheaders, gcfreeze, gc)")
+    parser.add_argument("--nginx", action="store_true",
+                        help="also measure a plain nginx hop in the same run, for scale (bench/nginx_ref.py)")
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--profile", help="also profile the gateway with py-spy; output dir")
     parser.add_argument("--profile-phase", choices=("nonstream", "stream"), default="nonstream",
