@@ -50,6 +50,13 @@ async def test_tools_not_entitled(gw, backend):
     await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="functions[0].name")
     resp = await gw.post("/v1/chat/completions", chat(tools=[TOOL]), bearer(globex))
     await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="tools[0].function.name")
+    # a name that is not a string (found by the schema fuzzer: it was a 500) is no allowed name
+    for name in ([], {"a": 1}):
+        resp = await gw.post("/v1/chat/completions", chat(tools=[{"type": "function", "function": {"name": name}}]),
+                             bearer(acme))
+        await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="tools[0].function.name")
+        resp = await gw.post("/v1/chat/completions", chat(functions=[{"name": name}]), bearer(acme))
+        await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="functions[0].name")
     resp = await gw.post("/v1/chat/completions", chat(tools=[TOOL]), bearer(acme))
     assert resp.status_code == 200, resp.text
 

@@ -168,13 +168,14 @@ def _check_tools(peek, allowed: frozenset[str]) -> Refusal | None:
     for i, tool in enumerate(peek.tools or ()):
         spec = tool.function if tool.function is not None else tool.custom
         name = spec.name if spec is not None else None
-        if name not in allowed:
+        # a name of the wrong type (a list, an object) is simply not an allowed name
+        if not isinstance(name, str) or name not in allowed:
             kind = "function" if tool.function is not None else "custom" if tool.custom is not None else None
             param = f"tools[{i}].{kind}.name" if kind else f"tools[{i}]"
             shown = name if isinstance(name, str) else "(unnamed)"
             return Refusal(Reason.tools_not_entitled, f"tool {shown} is not allowed on your plan", param=param)
     for i, function in enumerate(peek.functions or ()):
-        if function.name not in allowed:
+        if not isinstance(function.name, str) or function.name not in allowed:
             shown = function.name if isinstance(function.name, str) else "(unnamed)"
             return Refusal(Reason.tools_not_entitled, f"function {shown} is not allowed on your plan",
                            param=f"functions[{i}].name")
