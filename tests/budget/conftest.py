@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from tests.fixtures.redis_cluster import redis_cluster  # noqa: F401
 from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
 from tokenward.budget.memory import MemoryStore
 from tokenward.budget.redis import RedisStore
@@ -34,10 +35,17 @@ def clock() -> FakeClock:
     return FakeClock()
 
 
-@pytest.fixture(params=["memory", "redis", "redis-py"])
+@pytest.fixture(params=["memory", "redis", "redis-py", "redis-cluster"])
 async def store(request):
     if request.param == "memory":
         yield MemoryStore()
+        return
+    if request.param == "redis-cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        cluster_store = RedisStore(cluster.url, timeout_s=1.0)
+        yield cluster_store
+        await cluster_store.close()
         return
     server = request.getfixturevalue("redis_server")
     redis_store = RedisStore(server.url, timeout_s=1.0, client="resp" if request.param == "redis" else "redis-py")

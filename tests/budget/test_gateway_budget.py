@@ -17,10 +17,14 @@ from .conftest import FakeClock
 from .gateway_helpers import backend, budget_config, chat, in_process
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def store_url(request) -> str:
     if request.param == "memory":
         return "memory"
+    if request.param == "redis-cluster":
+        cluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        return cluster.url
     return request.getfixturevalue("redis_server").url
 
 

@@ -20,6 +20,7 @@ from typing import Sequence
 
 from . import policy
 from .policy import Check, Outcome
+from .cluster import ClusterRouter, is_cluster_reply
 from .resp import RedisPyConnections, RespClient, ScriptMissing, _bulk, pack
 from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
 
@@ -40,6 +41,10 @@ class Script:
 
 RESERVE = Script("reserve.lua")
 SETTLE = Script("settle.lua")
+
+
+def _script_loads() -> bytes:
+    return pack(b"SCRIPT", b"LOAD", RESERVE.source) + pack(b"SCRIPT", b"LOAD", SETTLE.source)
 
 _KIND = {policy.BUCKET: 1, policy.SOFT: 2, policy.GAUGE: 3, policy.SPEND: 4}
 _UNIT = {policy.TOKENS: 1, policy.COST: 2, policy.REQUEST: 3, policy.SLOT: 4}
@@ -151,6 +156,29 @@ class RedisStore:
             self._transport = RedisPyConnections(url, timeout_s)
         self.timeout_s = timeout_s
         self.round_trips = 0
+        # A cluster is recognised at the first call (CLUSTER SLOTS), through the lean client only.
+        self._cluster: ClusterRouter | None = None
+        self._checked = not isinstance(self._transport, RespClient)
+
+    async def _detect(self) -> None:
+        transport = self._transport
+        assert isinstance(transport, RespClient)
+        [reply] = await transport.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
+        if is_cluster_reply(reply) and self._cluster is None:
+            router = ClusterRouter(transport.params, self.timeout_s, _script_loads)
+            router.apply_slots(reply)
+            self._cluster = router
+            await transport.close()     # the router keeps its own connection per node
+        self._checked = True
+
+    async def _run_keyed(self, items: list[tuple[str, bytes]]) -> list:
+        """Commands with the key that routes each (its namespace's slot, on a cluster)."""
+        if not self._checked:
+            await self._detect()
+        if self._cluster is not None:
+            self.round_trips += 1
+            return await self._cluster.run(items)
+        return await self._run(b"".join(command for _, command in items), len(items))
 
     async def _run(self, payload: bytes, replies: int) -> list:
         self.round_trips += 1
@@ -161,14 +189,15 @@ class RedisStore:
 
     async def _load_scripts_and_retry(self, payload: bytes, replies: int) -> list:
         self.round_trips += 2
-        await self._transport.exchange(pack(b"SCRIPT", b"LOAD", RESERVE.source)
-                                       + pack(b"SCRIPT", b"LOAD", SETTLE.source), 2)
+        await self._transport.exchange(_script_loads(), 2)
         return await self._transport.exchange(payload, replies)
 
     # reserve and settle inline _run: one coroutine less per call on the hot path
     async def reserve(self, calls: Sequence[ReserveCall]) -> list[Outcome]:
         if not calls:
             return []
+        if not self._checked or self._cluster is not None:
+            return [_outcome(r) for r in await self._run_keyed([(c.layout.namespace, _pack_reserve(c)) for c in calls])]
         payload = b"".join(map(_pack_reserve, calls)) if len(calls) > 1 else _pack_reserve(calls[0])
         self.round_trips += 1
         try:
@@ -180,6 +209,8 @@ class RedisStore:
     async def settle(self, calls: Sequence[SettleCall]) -> list[int]:
         if not calls:
             return []
+        if not self._checked or self._cluster is not None:
+            return await self._run_keyed([(c.leases_key, _pack_settle(c)) for c in calls])
         payload = b"".join(map(_pack_settle, calls)) if len(calls) > 1 else _pack_settle(calls[0])
         self.round_trips += 1
         try:
@@ -194,16 +225,15 @@ class RedisStore:
                 args: list[object] = [b"ZADD", r.leases_key, b"XX"]
                 for rid in r.reservation_ids:
                     args += (r.until_ms, rid)
-                commands.append(pack(*args))
+                commands.append((r.leases_key, pack(*args)))
         if commands:
-            await self._run(b"".join(commands), len(commands))
+            await self._run_keyed(commands)
 
     async def expired(self, leases_keys: Sequence[str], now_ms: int, limit: int) -> list[list[str]]:
         if not leases_keys:
             return []
-        commands = b"".join(pack(b"ZRANGEBYSCORE", key, b"-inf", b"(%d" % now_ms, b"LIMIT", 0, limit)
-                            for key in leases_keys)
-        replies = await self._run(commands, len(leases_keys))
+        replies = await self._run_keyed([(key, pack(b"ZRANGEBYSCORE", key, b"-inf", b"(%d" % now_ms, b"LIMIT", 0, limit))
+                                         for key in leases_keys])
         return [[rid.decode() for rid in reply] for reply in replies]
 
     async def record_keys(self, record_keys: Sequence[str]) -> list[list[str] | None]:
@@ -212,9 +242,9 @@ class RedisStore:
         commands = []
         for key in record_keys:
             namespace = namespace_of(key)
-            commands.append(pack(b"HGET", namespace, key[len(namespace) + 1:]))
-            commands.append(pack(b"HGET", key, b"k"))   # a record of an earlier version
-        replies = await self._run(b"".join(commands), len(commands))
+            commands.append((key, pack(b"HGET", namespace, key[len(namespace) + 1:])))
+            commands.append((key, pack(b"HGET", key, b"k")))   # a record of an earlier version
+        replies = await self._run_keyed(commands)
         out: list[list[str] | None] = []
         for record, old in zip(replies[::2], replies[1::2]):
             if record is not None:
@@ -226,8 +256,8 @@ class RedisStore:
     async def value(self, key: str) -> object:
         namespace = namespace_of(key)
         name = key[len(namespace) + 1:]
-        whole, period_less = await self._run(pack(b"HGET", namespace, name)
-                                             + pack(b"HGET", namespace, name.rsplit(":", 1)[0]), 2)
+        whole, period_less = await self._run_keyed([(key, pack(b"HGET", namespace, name)),
+                                                    (key, pack(b"HGET", namespace, name.rsplit(":", 1)[0]))])
         if whole is not None:
             return _decode_value(whole)
         if period_less is not None and period_less[0] == 4:
@@ -236,12 +266,12 @@ class RedisStore:
 
     async def _legacy_value(self, key: str) -> object:
         # Two reads, not atomic: a key settled in between reads as gone.
-        [kind] = await self._run(pack(b"TYPE", key), 1)
+        [kind] = await self._run_keyed([(key, pack(b"TYPE", key))])
         if kind == b"hash":
-            level, ts = (await self._run(pack(b"HMGET", key, b"l", b"t"), 1))[0]
+            level, ts = (await self._run_keyed([(key, pack(b"HMGET", key, b"l", b"t"))]))[0]
             return None if level is None else (int(level), int(ts))
         if kind == b"string":
-            [raw] = await self._run(pack(b"GET", key), 1)
+            [raw] = await self._run_keyed([(key, pack(b"GET", key))])
             if raw is None:
                 return None
             if b" " in raw:  # a bucket: "level ts"
@@ -251,7 +281,9 @@ class RedisStore:
         return None
 
     async def open_reservations(self, leases_key: str) -> int:
-        return (await self._run(pack(b"ZCARD", leases_key), 1))[0]
+        return (await self._run_keyed([(leases_key, pack(b"ZCARD", leases_key))]))[0]
 
     async def close(self) -> None:
         await self._transport.close()
+        if self._cluster is not None:
+            await self._cluster.close()

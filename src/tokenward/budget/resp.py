@@ -155,17 +155,37 @@ class RespClient:
         self._protocol: _Protocol | None = None
         self._connecting: asyncio.Future | None = None
 
+    @classmethod
+    def from_params(cls, params: dict[str, Any], timeout_s: float) -> "RespClient":
+        client = cls("redis://", timeout_s)
+        client._params = dict(params)
+        return client
+
+    @property
+    def params(self) -> dict[str, Any]:
+        return self._params
+
     async def exchange(self, payload: bytes, count: int) -> list:
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
-            try:
-                async with asyncio.timeout(self.timeout_s):
-                    protocol = await self._connect()
-            except TimeoutError:
-                raise StoreUnavailable(f"budget store: no connection within {self.timeout_s * 1000:.0f} ms") from None
-            except OSError as exc:
-                raise StoreUnavailable(f"budget store: {exc}") from exc
+            protocol = await self._connected()
         return _check(await protocol.send(payload, count))
+
+    async def exchange_raw(self, payload: bytes, count: int) -> list:
+        """Like ``exchange``, but error replies are returned, not raised."""
+        protocol = self._protocol
+        if protocol is None or protocol.lost is not None:
+            protocol = await self._connected()
+        return await protocol.send(payload, count)
+
+    async def _connected(self) -> _Protocol:
+        try:
+            async with asyncio.timeout(self.timeout_s):
+                return await self._connect()
+        except TimeoutError:
+            raise StoreUnavailable(f"budget store: no connection within {self.timeout_s * 1000:.0f} ms") from None
+        except OSError as exc:
+            raise StoreUnavailable(f"budget store: {exc}") from exc
 
     async def _connect(self) -> _Protocol:
         # One connect at a time: concurrent callers wait for the same one.

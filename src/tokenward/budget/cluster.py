@@ -1,0 +1,189 @@
+"""Redis Cluster for the budget store: each call goes to the node that owns its slot.
+
+Every key of one script call shares its namespace's ``{hash tag}``, so a call lives in
+exactly one slot and runs whole on one node; calls for different namespaces in one batch
+go to their nodes in parallel, one pipelined write per node, and their replies come back
+in the batch's order.
+
+The slot map comes from ``CLUSTER SLOTS`` of any node. A ``MOVED`` answer (a slot moved,
+or a failover) refreshes the map and sends the call again; ``ASK`` (a slot being
+migrated) sends it once to the named node after ``ASKING``; ``TRYAGAIN`` (a script
+whose keys are split between the two nodes of a migrating slot for a moment) waits a few
+milliseconds and asks again, giving up as unavailable after ~35 ms; ``NOSCRIPT`` loads the
+scripts on that node (each node has its own script cache). Anything else that goes wrong
+is ``StoreUnavailable``, as for a single server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable, Sequence
+
+import hiredis
+
+from .resp import RespClient, pack
+from .store import StoreUnavailable
+
+SLOTS = 16384
+_ASKING = pack(b"ASKING")
+
+
+def _crc16_table() -> list[int]:
+    table = []
+    for byte in range(256):
+        crc = byte << 8
+        for _ in range(8):
+            crc = ((crc << 1) ^ 0x1021) if crc & 0x8000 else crc << 1
+        table.append(crc & 0xFFFF)
+    return table
+
+
+_TABLE = _crc16_table()
+
+
+def key_slot(key: bytes) -> int:
+    """Redis Cluster's slot of a key: CRC16 (XMODEM) of its hash tag, or of the whole key."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            key = key[start + 1:end]
+    crc = 0
+    for byte in key:
+        crc = ((crc << 8) & 0xFFFF) ^ _TABLE[((crc >> 8) ^ byte) & 0xFF]
+    return crc % SLOTS
+
+
+def is_cluster_reply(reply: object) -> bool:
+    """Does a ``CLUSTER SLOTS`` reply describe a cluster (not an error from a single server)?"""
+    return isinstance(reply, list) and len(reply) > 0
+
+
+class ClusterRouter:
+    def __init__(self, seed: dict[str, Any], timeout_s: float, load_scripts: Callable[[], bytes]) -> None:
+        self._seed = seed
+        self.timeout_s = timeout_s
+        self._load_scripts = load_scripts        # the SCRIPT LOAD commands, one payload
+        self._nodes: dict[tuple[str, int], RespClient] = {}
+        self._owner: list[tuple[str, int] | None] = [None] * SLOTS
+        self._slot_cache: dict[str, int] = {}
+        self._refreshing: asyncio.Future | None = None
+
+    def apply_slots(self, reply: list) -> None:
+        owner: list[tuple[str, int] | None] = [None] * SLOTS
+        for entry in reply:
+            start, end, primary = entry[0], entry[1], entry[2]
+            host = primary[0].decode() if primary[0] else self._seed.get("host", "127.0.0.1")
+            node = (host, int(primary[1]))
+            for slot in range(start, end + 1):
+                owner[slot] = node
+        self._owner = owner
+
+    def slot(self, key: str) -> int:
+        slot = self._slot_cache.get(key)
+        if slot is None:
+            if len(self._slot_cache) > 65536:
+                self._slot_cache.clear()
+            slot = self._slot_cache[key] = key_slot(key.encode())
+        return slot
+
+    def _client(self, node: tuple[str, int]) -> RespClient:
+        client = self._nodes.get(node)
+        if client is None:
+            params = {k: v for k, v in self._seed.items() if k not in ("path", "host", "port")}
+            client = self._nodes[node] = RespClient.from_params({**params, "host": node[0], "port": node[1]},
+                                                                self.timeout_s)
+        return client
+
+    async def refresh(self) -> None:
+        # one refresh at a time: concurrent callers wait for the same one
+        if self._refreshing is None:
+            self._refreshing = asyncio.ensure_future(self._refresh())
+        refreshing = self._refreshing
+        try:
+            await asyncio.shield(refreshing)
+        finally:
+            if refreshing.done():
+                self._refreshing = None
+
+    async def _refresh(self) -> None:
+        failure: Exception | None = None
+        for node in list(self._nodes) or [None]:
+            client = self._client(node) if node is not None else RespClient.from_params(self._seed, self.timeout_s)
+            try:
+                [reply] = await client.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
+            except StoreUnavailable as exc:
+                failure = exc
+                continue
+            if is_cluster_reply(reply):
+                self.apply_slots(reply)
+                return
+        raise StoreUnavailable(f"budget store: no cluster node gave its slot map ({failure})")
+
+    async def run(self, items: Sequence[tuple[str, bytes]]) -> list:
+        """Send each (routing key, command) to its slot's node; replies in the items' order."""
+        replies: list = [None] * len(items)
+        pending = list(range(len(items)))
+        asking: dict[int, tuple[str, int]] = {}
+        for _attempt in range(4):
+            groups: dict[tuple[str, int], list[int]] = {}
+            for i in pending:
+                node = asking.get(i) or self._owner[self.slot(items[i][0])]
+                if node is None:
+                    await self.refresh()
+                    node = self._owner[self.slot(items[i][0])]
+                    if node is None:
+                        raise StoreUnavailable(f"budget store: no cluster node serves the slot of {items[i][0]}")
+                groups.setdefault(node, []).append(i)
+            answers = await asyncio.gather(*(self._send(node, [items[i][1] for i in idx], [i in asking for i in idx])
+                                             for node, idx in groups.items()))
+            pending, asking, moved, unsettled = [], {}, False, False
+            for (node, idx), got in zip(groups.items(), answers):
+                for i, reply in zip(idx, got):
+                    if isinstance(reply, hiredis.ReplyError):
+                        text = str(reply)
+                        if text.startswith("MOVED "):
+                            moved = True
+                            pending.append(i)
+                            continue
+                        if text.startswith("ASK "):
+                            host, _, port = text.split(" ")[2].rpartition(":")
+                            asking[i] = (host or node[0], int(port))
+                            pending.append(i)
+                            continue
+                        if text.startswith("TRYAGAIN"):
+                            # a multi-key call in a slot being migrated, its keys split
+                            # between the nodes for a moment: wait a little and ask again
+                            unsettled = True
+                            pending.append(i)
+                            continue
+                        if text.startswith("NOSCRIPT"):
+                            await self._client(node).exchange_raw(self._load_scripts(), 2)
+                            pending.append(i)
+                            continue
+                        raise StoreUnavailable(f"budget store: error reply: {text}")
+                    replies[i] = reply
+            if not pending:
+                return replies
+            if moved:
+                await self.refresh()
+            if unsettled:
+                await asyncio.sleep(0.005 * 2 ** _attempt)
+        raise StoreUnavailable("budget store: the cluster kept redirecting (a slot is being migrated)")
+
+    async def _send(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
+        if not any(asking):
+            return await self._client(node).exchange_raw(b"".join(commands), len(commands))
+        payload = b"".join(_ASKING + c if ask else c for c, ask in zip(commands, asking))
+        got = await self._client(node).exchange_raw(payload, len(commands) + sum(asking))
+        out, at = [], 0
+        for ask in asking:
+            at += ask              # skip ASKING's +OK
+            out.append(got[at])
+            at += 1
+        return out
+
+    async def close(self) -> None:
+        nodes, self._nodes = self._nodes, {}
+        for client in nodes.values():
+            await client.close()

@@ -1,0 +1,114 @@
+"""The Redis store on a real three-node Redis Cluster: each call runs on the node that
+owns its namespace's slot, and the store follows the cluster when slots move."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.budget.helpers import bucket, gauge, reserve, settle
+from tests.fixtures.redis_cluster import _command
+from tokenward.budget.cluster import SLOTS, key_slot
+from tokenward.budget.limits import tenant_namespace
+from tokenward.budget.redis import RESERVE, RedisStore
+from tokenward.budget.store import SETTLED, Layout, StoreUnavailable
+
+
+@pytest.fixture
+async def cluster_store(redis_cluster):
+    redis_cluster.flush()
+    store = RedisStore(redis_cluster.url, timeout_s=1.0)
+    yield store
+    await store.close()
+
+
+def layout_for(tenant: str) -> Layout:
+    ns = tenant_namespace("tw", tenant)
+    return Layout(ns, [bucket("tokens", 1000, ns=ns), gauge("streams", 5, ns=ns)])
+
+
+def tenants_on_every_node(cluster) -> dict[int, str]:
+    """One tenant name per node, found by asking the cluster where each namespace lives."""
+    found: dict[int, str] = {}
+    for i in range(200):
+        tenant = f"tenant{i}"
+        found.setdefault(cluster.node_of(tenant_namespace("tw", tenant)), tenant)
+        if len(found) == len(cluster.ports):
+            return found
+    raise AssertionError("no namespace found on some node")
+
+
+def test_key_slot_matches_the_cluster(redis_cluster):
+    for key in ("tw:{t:acme}", "tw:{t:acme}:leases", "plain", "{}odd", "a{b}c{d}"):
+        assert key_slot(key.encode()) == int(_command(redis_cluster.ports[0], "CLUSTER", "KEYSLOT", key))
+
+
+async def test_one_batch_runs_on_every_node_each_call_where_its_namespace_lives(redis_cluster, cluster_store):
+    tenants = tenants_on_every_node(redis_cluster)
+    layouts = {port: layout_for(tenant) for port, tenant in tenants.items()}
+    outcomes = await cluster_store.reserve([reserve(layout, f"r{port}", 1_700_000_000_000, [100, 1])
+                                            for port, layout in layouts.items()])
+    assert [o.ok for o in outcomes] == [True] * len(layouts)
+    for port, layout in layouts.items():
+        assert _command(port, "EXISTS", layout.namespace).strip() == "1"       # on its owner
+        others = [p for p in redis_cluster.ports if p != port]
+        assert all(_command(p, "EXISTS", layout.namespace).startswith("MOVED") for p in others)
+    assert await cluster_store.settle([settle(layout, f"r{port}", 1_700_000_000_000, tokens=40)
+                                       for port, layout in layouts.items()]) == [SETTLED] * len(layouts)
+    for layout in layouts.values():
+        assert await cluster_store.value(layout.keys[0]) == ((1000 - 40) * 60_000, 1_700_000_000_000)
+        assert await cluster_store.open_reservations(layout.leases_key) == 0
+
+
+async def test_a_stale_slot_map_is_refreshed_when_a_node_answers_moved(redis_cluster, cluster_store):
+    tenants = tenants_on_every_node(redis_cluster)
+    layout = layout_for(tenants[redis_cluster.ports[1]])
+    assert (await cluster_store.reserve([reserve(layout, "warm", 1_700_000_000_000, [1, 1])]))[0].ok
+    router = cluster_store._cluster
+    assert router is not None
+    router._owner = [("127.0.0.1", redis_cluster.ports[0])] * SLOTS     # every slot on the wrong node
+    assert (await cluster_store.reserve([reserve(layout, "after", 1_700_000_000_000, [1, 1])]))[0].ok
+    assert router._owner[key_slot(layout.namespace.encode())] == ("127.0.0.1", redis_cluster.ports[1])
+
+
+async def test_a_slot_being_migrated_is_followed_with_asking_and_then_moved(redis_cluster, cluster_store):
+    tenants = tenants_on_every_node(redis_cluster)
+    source, target = redis_cluster.ports[0], redis_cluster.ports[1]
+    layout = layout_for(tenants[source])
+    slot = key_slot(layout.namespace.encode())
+    source_id, target_id = (_command(p, "CLUSTER", "MYID").strip() for p in (source, target))
+    assert (await cluster_store.reserve([reserve(layout, "held", 1_700_000_000_000, [1, 1])]))[0].ok
+    assert _command(target, "CLUSTER", "SETSLOT", str(slot), "IMPORTING", source_id).strip() == "OK"
+    assert _command(source, "CLUSTER", "SETSLOT", str(slot), "MIGRATING", target_id).strip() == "OK"
+    try:
+        # the leases key went first; the namespace's hash has not moved yet
+        moved = _command(source, "MIGRATE", "127.0.0.1", str(target), "", "0", "5000", "KEYS", layout.leases_key)
+        assert moved.strip() == "OK"
+        # a one-key call follows ASK to the target, where the leases now are
+        assert await cluster_store.open_reservations(layout.leases_key) == 1
+        # a script whose keys are split between the two nodes is refused, never run half
+        # here and half there: after a few TRYAGAINs the store counts as unavailable
+        with pytest.raises(StoreUnavailable):
+            await cluster_store.settle([settle(layout, "held", 1_700_000_000_000)])
+        moved = _command(source, "MIGRATE", "127.0.0.1", str(target), "", "0", "5000", "KEYS", layout.namespace)
+        assert moved.strip() == "OK"
+        for port in redis_cluster.ports:
+            _command(port, "CLUSTER", "SETSLOT", str(slot), "NODE", target_id)
+        # the migration is over: MOVED, a fresh slot map, and the settle runs on the target
+        assert await cluster_store.settle([settle(layout, "held", 1_700_000_000_000)]) == [SETTLED]
+        assert await cluster_store.open_reservations(layout.leases_key) == 0
+        assert _command(target, "EXISTS", layout.namespace).strip() == "1"
+    finally:
+        # hand the slot back so later tests find the cluster as it was (they flush the data)
+        for port in redis_cluster.ports:
+            _command(port, "CLUSTER", "SETSLOT", str(slot), "NODE", source_id)
+
+
+async def test_a_node_that_lost_its_scripts_gets_them_again(redis_cluster, cluster_store):
+    tenants = tenants_on_every_node(redis_cluster)
+    layouts = [layout_for(tenant) for tenant in tenants.values()]
+    assert all(o.ok for o in await cluster_store.reserve([reserve(lo, "a", 1_700_000_000_000, [1, 1])
+                                                          for lo in layouts]))
+    _command(redis_cluster.ports[2], "SCRIPT", "FLUSH")
+    assert all(o.ok for o in await cluster_store.reserve([reserve(lo, "b", 1_700_000_000_000, [1, 1])
+                                                          for lo in layouts]))
+    assert _command(redis_cluster.ports[2], "SCRIPT", "EXISTS", RESERVE.sha.decode()).strip() == "1"
