@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what the tests need, then runs them.
-#   - Debian packages: redis-server (budget store tests), postgresql (keystore tests)
+#   - Debian packages: redis-server and redis-tools (budget store tests, on one server and on a
+#     three-node cluster), postgresql (keystore tests)
 #   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, ...)
 # Tests start their own private redis-server and PostgreSQL on sockets in temp dirs and
 # listen only on ports the OS picks.
@@ -9,6 +10,7 @@ cd "$(dirname "$0")/.."
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)   # creates the test Redis Cluster
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing ${missing[*]}" >&2
