@@ -76,6 +76,20 @@ def redis_commands(sock: Path) -> dict:
     return calls
 
 
+def left_in_redis(sock: Path, namespace: str = "tw:{t:bench}") -> dict:
+    """What the run left behind in Redis once its requests ended (every one cut off at the
+    end of a wrk run included): open leases, reservation records, gauges. All zero, or a
+    reservation leaked."""
+    def cli(*args: str) -> str:
+        return subprocess.run(["redis-cli", "-s", str(sock), *args], capture_output=True, text=True).stdout
+
+    time.sleep(1.0)   # settles of the last requests
+    fields = cli("hkeys", namespace).split()
+    return {"open_leases": int(cli("zcard", namespace + ":leases").strip() or 0),
+            "reservation_records": sum(1 for f in fields if f.startswith("r:")),
+            "gauges_held": sorted(f for f in fields if f.startswith("g:"))}
+
+
 def write_config(pipeline: str, tmp: Path, backend_url: str, store_url: str | None) -> Path:
     raw = yaml.safe_load((BENCH_DIR / f"{pipeline}.yaml").read_text())
     raw["upstreams"]["bench"]["base_url"] = backend_url + "/v1"
@@ -283,6 +297,7 @@ def measure(args, procs: Procs, tmp: Path) -> dict:
     results["decision_records"] = summarize_records(tmp / "decisions.jsonl")
     if store_url is not None:
         results["redis_commands"] = redis_commands(tmp / "redis.sock")
+        results["left_in_redis"] = left_in_redis(tmp / "redis.sock")
     if args.profile:
         if args.profile_phase == "stream":
             chunks = max(1, int(args.duration * args.rate))
@@ -348,6 +363,9 @@ def report(results: dict) -> str:
         records = max(results["decision_records"]["records"], 1)
         lines.append(f"redis commands: {sum(calls.values())} ({sum(calls.values()) / records:.1f} per request): "
                      + ", ".join(f"{name} {n}" for name, n in sorted(calls.items(), key=lambda kv: -kv[1])))
+        left = results["left_in_redis"]
+        lines.append(f"left in redis after the run: {left['open_leases']} open leases, "
+                     f"{left['reservation_records']} reservation records, gauges held: {left['gauges_held'] or 'none'}")
     lines.append(f"decision records: {results['decision_records']['records']} "
                  f"{results['decision_records']['by_status']}")
     return "\n".join(lines)
