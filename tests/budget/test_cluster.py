@@ -3,10 +3,15 @@ owns its namespace's slot, and the store follows the cluster when slots move."""
 
 from __future__ import annotations
 
+import asyncio
+import shutil
+import tempfile
+import time
+
 import pytest
 
 from tests.budget.helpers import bucket, gauge, reserve, settle
-from tests.fixtures.redis_cluster import _command
+from tests.fixtures.redis_cluster import RedisCluster, _command
 from tokenward.budget.cluster import SLOTS, key_slot
 from tokenward.budget.limits import tenant_namespace
 from tokenward.budget.redis import RESERVE, RedisStore
@@ -112,3 +117,37 @@ async def test_a_node_that_lost_its_scripts_gets_them_again(redis_cluster, clust
     assert all(o.ok for o in await cluster_store.reserve([reserve(lo, "b", 1_700_000_000_000, [1, 1])
                                                           for lo in layouts]))
     assert _command(redis_cluster.ports[2], "SCRIPT", "EXISTS", RESERVE.sha.decode()).strip() == "1"
+
+
+async def test_a_failed_primary_is_replaced_by_its_replica_and_the_store_follows():
+    """A primary dies; once the cluster promotes its replica, calls for its slots go to
+    the new primary (the slot map is asked again after the node stopped answering) and
+    the reservation made before the failure settles there."""
+    directory = tempfile.mkdtemp(prefix="tw-failover-")
+    cluster = RedisCluster(directory, nodes=6, replicas=1, node_timeout_ms=1000)
+    try:
+        cluster.start()
+        primaries = [p for p in cluster.ports if "master" in _command(p, "ROLE").split()[0]]
+        store = RedisStore(cluster.url, timeout_s=0.5)
+        victim = next(p for p in primaries if p != cluster.ports[0])
+        tenant = next(f"tenant{i}" for i in range(500)
+                      if cluster.node_of(tenant_namespace("tw", f"tenant{i}")) == victim)
+        layout = layout_for(tenant)
+        assert (await store.reserve([reserve(layout, "before", 1_700_000_000_000, [100, 1])]))[0].ok
+        _command(victim, "WAIT", "1", "2000")     # the replica has the reservation
+        cluster.kill(victim)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                assert (await store.reserve([reserve(layout, "after", 1_700_000_000_000, [100, 1])]))[0].ok
+                break
+            except StoreUnavailable:
+                assert time.monotonic() < deadline, "the store never found the promoted replica"
+                await asyncio.sleep(0.2)
+        assert await store.settle([settle(layout, rid, 1_700_000_000_000) for rid in ("before", "after")]) \
+            == [SETTLED, SETTLED]
+        assert await store.open_reservations(layout.leases_key) == 0
+        await store.close()
+    finally:
+        cluster.stop()
+        shutil.rmtree(directory, ignore_errors=True)

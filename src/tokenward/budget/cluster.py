@@ -11,7 +11,9 @@ migrated) sends it once to the named node after ``ASKING``; ``TRYAGAIN`` (a scri
 whose keys are split between the two nodes of a migrating slot for a moment) waits a few
 milliseconds and asks again, giving up as unavailable after ~35 ms; ``NOSCRIPT`` loads the
 scripts on that node (each node has its own script cache). Anything else that goes wrong
-is ``StoreUnavailable``, as for a single server.
+is ``StoreUnavailable``, as for a single server; a node that stopped answering also
+marks the slot map stale, so the next call asks the other nodes where its slots went (a
+replica promoted in its place).
 """
 
 from __future__ import annotations
@@ -68,16 +70,21 @@ class ClusterRouter:
         self._owner: list[tuple[str, int] | None] = [None] * SLOTS
         self._slot_cache: dict[str, int] = {}
         self._refreshing: asyncio.Future | None = None
+        self._stale = False
+        self._known: list[tuple[str, int]] = []
 
     def apply_slots(self, reply: list) -> None:
         owner: list[tuple[str, int] | None] = [None] * SLOTS
+        known: list[tuple[str, int]] = []
         for entry in reply:
-            start, end, primary = entry[0], entry[1], entry[2]
-            host = primary[0].decode() if primary[0] else self._seed.get("host", "127.0.0.1")
-            node = (host, int(primary[1]))
+            start, end = entry[0], entry[1]
+            nodes = [((n[0].decode() if n[0] else self._seed.get("host", "127.0.0.1")), int(n[1]))
+                     for n in entry[2:]]
+            known += nodes
             for slot in range(start, end + 1):
-                owner[slot] = node
+                owner[slot] = nodes[0]        # the primary; replicas follow it
         self._owner = owner
+        self._known = list(dict.fromkeys(known))   # every node, to ask for the map next time
 
     def slot(self, key: str) -> int:
         slot = self._slot_cache.get(key)
@@ -108,13 +115,16 @@ class ClusterRouter:
 
     async def _refresh(self) -> None:
         failure: Exception | None = None
-        for node in list(self._nodes) or [None]:
+        for node in [*self._known, None]:     # None: the address in store.url
             client = self._client(node) if node is not None else RespClient.from_params(self._seed, self.timeout_s)
             try:
                 [reply] = await client.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
             except StoreUnavailable as exc:
                 failure = exc
                 continue
+            finally:
+                if node is None:
+                    await client.close()
             if is_cluster_reply(reply):
                 self.apply_slots(reply)
                 return
@@ -122,6 +132,10 @@ class ClusterRouter:
 
     async def run(self, items: Sequence[tuple[str, bytes]]) -> list:
         """Send each (routing key, command) to its slot's node; replies in the items' order."""
+        if self._stale:
+            # a node stopped answering: its slots may have failed over to a replica elsewhere
+            await self.refresh()
+            self._stale = False
         replies: list = [None] * len(items)
         pending = list(range(len(items)))
         asking: dict[int, tuple[str, int]] = {}
@@ -172,6 +186,13 @@ class ClusterRouter:
         raise StoreUnavailable("budget store: the cluster kept redirecting (a slot is being migrated)")
 
     async def _send(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
+        try:
+            return await self._send_to(node, commands, asking)
+        except StoreUnavailable:
+            self._stale = True
+            raise
+
+    async def _send_to(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
         if not any(asking):
             return await self._client(node).exchange_raw(b"".join(commands), len(commands))
         payload = b"".join(_ASKING + c if ask else c for c, ask in zip(commands, asking))
