@@ -151,3 +151,37 @@ async def test_a_failed_primary_is_replaced_by_its_replica_and_the_store_follows
     finally:
         cluster.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+async def test_a_dead_node_refuses_only_the_tenants_whose_slots_it_holds():
+    """Before the cluster notices (node timeout), one primary is gone: its tenants fail
+    closed; the others keep being admitted, request after request, though the store's
+    breaker would otherwise open on the first failure."""
+    from tests.budget.test_admission import config
+    from tokenward.budget.admission import Admitter
+    from tokenward.config.loader import effective_plan
+    from tokenward.errors import Reason
+
+    directory = tempfile.mkdtemp(prefix="tw-deadnode-")
+    cluster = RedisCluster(directory)
+    try:
+        cluster.start()
+        admitter = Admitter(config(), RedisStore(cluster.url, timeout_s=0.5))
+        plan = effective_plan(admitter.config, "hooli")     # 100 streams: nothing but the node refuses
+        dead_port = cluster.ports[1]
+        on_dead = next(f"t{i}" for i in range(500) if cluster.node_of(tenant_namespace("tw", f"t{i}")) == dead_port)
+        on_live = next(f"t{i}" for i in range(500) if cluster.node_of(tenant_namespace("tw", f"t{i}")) != dead_port)
+
+        async def admit(tenant: str):
+            return await admitter.reserve(tenant, "bulk", plan, "k1", None, None, 100, 1)
+
+        assert (await admit(on_dead)).admitted and (await admit(on_live)).admitted
+        cluster.kill(dead_port)
+        for _ in range(10):
+            refused = await admit(on_dead)
+            assert not refused.admitted and refused.reason is Reason.budget_store_unavailable
+            assert (await admit(on_live)).admitted
+        await admitter.close()
+    finally:
+        cluster.stop()
+        shutil.rmtree(directory, ignore_errors=True)

@@ -13,7 +13,9 @@ milliseconds and asks again, giving up as unavailable after ~35 ms; ``NOSCRIPT``
 scripts on that node (each node has its own script cache). Anything else that goes wrong
 is ``StoreUnavailable``, as for a single server; a node that stopped answering also
 marks the slot map stale, so the next call asks the other nodes where its slots went (a
-replica promoted in its place).
+replica promoted in its place). Each node has its own breaker, and its failures are
+raised as ``NodeUnavailable``, which the store's breaker does not count: one dead node
+refuses only the tenants whose slots it held.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from typing import Any, Callable, Sequence
 
 import hiredis
 
+from .guard import Breaker
 from .resp import RespClient, pack
 from .store import StoreUnavailable
 
@@ -61,7 +64,15 @@ def is_cluster_reply(reply: object) -> bool:
     return isinstance(reply, list) and len(reply) > 0
 
 
+class NodeUnavailable(StoreUnavailable):
+    """One cluster node did not answer; the others may: not a reason to refuse every tenant."""
+
+    node_local = True
+
+
 class ClusterRouter:
+    REFRESH_EVERY_S = 0.1    # while a node is down, ask for the slot map at most this often
+
     def __init__(self, seed: dict[str, Any], timeout_s: float, load_scripts: Callable[[], bytes]) -> None:
         self._seed = seed
         self.timeout_s = timeout_s
@@ -71,7 +82,13 @@ class ClusterRouter:
         self._slot_cache: dict[str, int] = {}
         self._refreshing: asyncio.Future | None = None
         self._stale = False
+        self._refreshed_at = float("-inf")
         self._known: list[tuple[str, int]] = []
+        self._breakers: dict[tuple[str, int], Breaker] = {}
+
+    @staticmethod
+    def _loop_time() -> float:
+        return asyncio.get_running_loop().time()
 
     def apply_slots(self, reply: list) -> None:
         owner: list[tuple[str, int] | None] = [None] * SLOTS
@@ -127,12 +144,13 @@ class ClusterRouter:
                     await client.close()
             if is_cluster_reply(reply):
                 self.apply_slots(reply)
+                self._refreshed_at = self._loop_time()
                 return
         raise StoreUnavailable(f"budget store: no cluster node gave its slot map ({failure})")
 
     async def run(self, items: Sequence[tuple[str, bytes]]) -> list:
         """Send each (routing key, command) to its slot's node; replies in the items' order."""
-        if self._stale:
+        if self._stale and self._loop_time() - self._refreshed_at >= self.REFRESH_EVERY_S:
             # a node stopped answering: its slots may have failed over to a replica elsewhere
             await self.refresh()
             self._stale = False
@@ -186,11 +204,24 @@ class ClusterRouter:
         raise StoreUnavailable("budget store: the cluster kept redirecting (a slot is being migrated)")
 
     async def _send(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
+        # One breaker per node: a dead node fails its own calls fast without the store's
+        # breaker refusing the tenants whose slots live on healthy nodes.
+        breaker = self._breakers.get(node)
+        if breaker is None:
+            breaker = self._breakers[node] = Breaker()
+        if not breaker.allow():
+            raise NodeUnavailable(f"budget store: cluster node {node[0]}:{node[1]} is not answering")
         try:
-            return await self._send_to(node, commands, asking)
-        except StoreUnavailable:
+            got = await self._send_to(node, commands, asking)
+        except StoreUnavailable as exc:
+            breaker.failure()
             self._stale = True
+            raise NodeUnavailable(f"budget store: cluster node {node[0]}:{node[1]}: {exc}") from exc
+        except BaseException:
+            breaker.abandon()
             raise
+        breaker.success()
+        return got
 
     async def _send_to(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
         if not any(asking):

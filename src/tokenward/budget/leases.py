@@ -63,8 +63,11 @@ class Guarded:
             return await method(*args)
         try:
             result = await method(*args)
-        except StoreUnavailable:
-            breaker.failure()
+        except StoreUnavailable as exc:
+            if getattr(exc, "node_local", False):
+                breaker.abandon()   # one cluster node: it has a breaker of its own
+            else:
+                breaker.failure()
             raise
         except BaseException:
             breaker.abandon()   # a cancelled probe must not hold the breaker open forever
