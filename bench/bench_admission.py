@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import struct
 import shutil
 import subprocess
 import sys
@@ -114,11 +115,14 @@ def client_call(url: str):
     from tokenward.budget.redis import RESERVE, SETTLE
 
     client = aioredis.Redis.from_url(url)
-    keys = ["tw:{t:c}:r:x", "tw:{t:c}:leases", "tw:{t:c}:b:tokens"]
+    # one token bucket (kind 1, unit 1, 100/min), the layout reserve.lua and settle.lua document
+    spec, amount = struct.pack("<5d", 1, 1, 6_000_000, 100, 1), struct.pack("<d", 5)
+    ns, leases, old_key = "tw:{t:c}", "tw:{t:c}:leases", "tw:{t:c}:b:tokens"
 
     async def one() -> None:
-        await client.evalsha(RESERVE.sha.decode(), 3, *keys, 1, "x", 2, 1, 5, "B", "t", 6000000, 100, 1)
-        await client.evalsha(SETTLE.sha.decode(), 3, *keys, 1, 2, 0, "s", "x")
+        await client.evalsha(RESERVE.sha.decode(), 3, ns, leases, old_key, 1, "x", 2, spec, amount, "b:tokens")
+        await client.evalsha(SETTLE.sha.decode(), 4, ns, leases, "tw:{t:c}:r:x", old_key, 1, 2, 0, "s", "x",
+                             "b:tokens")
 
     return client, one
 
