@@ -23,8 +23,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import struct
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
