@@ -1,5 +1,6 @@
 """Real ``tokenward serve`` processes: three replicas sharing one Redis budget, one replica on
-the memory store, and a replica killed while it holds a reservation."""
+the memory store, three sharing a Redis Cluster, and a replica killed while it holds a
+reservation."""
 
 from __future__ import annotations
 
@@ -45,10 +46,16 @@ def reservations(tmp_path: Path) -> list[int]:
     return out
 
 
-@pytest.mark.parametrize("replicas", [3, 1], ids=["3-replicas-redis", "1-replica-memory"])
-async def test_a_burst_across_replicas_never_exceeds_the_budget(tmp_path, replicas, request):
+@pytest.mark.parametrize("replicas, shared", [(3, "redis_server"), (3, "redis_cluster"), (1, None)],
+                         ids=["3-replicas-redis", "3-replicas-redis-cluster", "1-replica-memory"])
+async def test_a_burst_across_replicas_never_exceeds_the_budget(tmp_path, replicas, shared, request):
     # The config says memory; TOKENWARD_STORE_URL switches the replicas to the shared Redis.
-    env = {"TOKENWARD_STORE_URL": request.getfixturevalue("redis_server").url} if replicas > 1 else {}
+    env = {}
+    if shared is not None:
+        server = request.getfixturevalue(shared)
+        if shared == "redis_cluster":
+            server.flush()
+        env = {"TOKENWARD_STORE_URL": server.url}
     async with backend() as mock:
         base = budget_config(tmp_path, mock.port, "memory", tpm=TPM, max_output=200)
         key = create_key(base)
