@@ -305,6 +305,19 @@ async def test_feature_gates(client):
     await client.admitted(CHAT, chat(stop_token_ids=[1, 2], min_tokens=8, priority=0))
 
 
+async def test_a_stream_forwards_the_validated_body_and_asks_for_usage(client):
+    """The forwarder changes a streaming body (it asks the backend for usage the client did
+    not ask for) starting from the body validation left: clamped and normalized."""
+    body = chat("ｈｉ\u200b", stream=True)
+    body["max_tokens"] = 10_000
+    resp = await client.admitted(CHAT, body)
+    sent = await client.last_body()
+    assert sent["max_tokens"] == 64 and sent["stream_options"] == {"include_usage": True}
+    assert sent["messages"][0]["content"] == "hi"
+    assert '"usage"' not in resp.text            # the extra usage chunk was not passed on
+    assert resp.text.rstrip().endswith("data: [DONE]")
+
+
 async def test_streaming_request_is_admitted(client):
     resp = await client.admitted(CHAT, chat(stream=True, stream_options={"include_usage": True}))
     assert resp.text.rstrip().endswith("data: [DONE]")

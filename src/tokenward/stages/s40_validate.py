@@ -4,7 +4,8 @@ Reads the body the entitlement stage left (it may have rewritten it), and leaves
 
 - ``ctx.request``: the ``NormalizedRequest`` (typed body, outer items, candidates,
   clamped output, attachments) the work stage counts;
-- ``ctx.payload``: the body as a dict (the forwarder reads model and stream from it);
+- ``ctx.payload``: None (the body is not parsed a third time: later stages read
+  ``ctx.request``, and the forwarder decodes the body only when it must change it);
 - ``ctx.body``: unchanged unless validation changed something (a clamped
   ``max_tokens``, normalized text): then the re-encoded request, so the backend reads
   exactly what screening and counting saw. A body nothing changed is never re-serialized.
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
 _encode = msgspec.json.encode
-_decode = msgspec.json.decode
 
 
 class ValidationStage(BaseStage):
@@ -50,7 +50,9 @@ class ValidationStage(BaseStage):
             return refusal
         if request.changed:
             ctx.body = _encode(request.body)
-        ctx.payload = _decode(ctx.body)
+        # The body is authoritative from here on: a dict an earlier stage decoded may be
+        # stale, and later stages read the typed ``request`` instead of parsing again.
+        ctx.payload = None
         ctx.request = request
         ctx.model = request.model
         ctx.stream = request.stream

@@ -127,10 +127,12 @@ class AdmissionStage(BaseStage):
 
     @staticmethod
     def _peek(ctx: RequestContext) -> tuple[str | None, int | None, int | None]:
-        payload = ctx.payload
-        if payload is not None:
-            model, max_tokens = payload.get("model"), payload.get("max_tokens")
-            completion, n = payload.get("max_completion_tokens"), payload.get("n")
+        request = ctx.request
+        if request is not None:
+            # validated: read the typed body rather than parse the JSON again
+            body = request.body
+            model, max_tokens = request.model, getattr(body, "max_tokens", None)
+            completion, n = getattr(body, "max_completion_tokens", None), getattr(body, "n", None)
         else:
             try:
                 peek = _peek(ctx.body)

@@ -36,11 +36,21 @@ class UpstreamCall:
         self.client_wants_usage = client_wants_usage
 
 
+def _include_usage(options: object) -> object:
+    """``stream_options.include_usage`` from a dict (a peeked body) or a typed StreamOptions."""
+    if isinstance(options, dict):
+        return options.get("include_usage")
+    return getattr(options, "include_usage", None)
+
+
 def _invalid_json(exc: Exception) -> Refusal:
     return Refusal(Reason.invalid_json, f"request body is not valid JSON: {exc}")
 
 
 def _peek_fields(ctx: RequestContext) -> tuple[object, object, object]:
+    request = ctx.request
+    if request is not None:   # validated: the typed body, no second parse
+        return request.model, request.stream, getattr(request.body, "stream_options", None)
     payload = ctx.payload
     if payload is not None:
         return payload.get("model"), payload.get("stream", False), payload.get("stream_options")
@@ -64,7 +74,7 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
         raise Refusal(Reason.unknown_model, f"model {model!r} does not exist", param="model")
     ctx.model = model
     ctx.stream = stream
-    wants_usage = stream and isinstance(options, dict) and options.get("include_usage") is True
+    wants_usage = stream and _include_usage(options) is True
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):
         return UpstreamCall(target, upstream_path, ctx.body, stream, wants_usage)
@@ -78,6 +88,7 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     if target.renames:
         payload["model"] = target.backend_model
     if needs_usage:
+        options = payload.get("stream_options")
         merged = dict(options) if isinstance(options, dict) else {}
         merged["include_usage"] = True
         payload["stream_options"] = merged
