@@ -51,7 +51,7 @@ else
   local kinds, units = {B = BUCKET, P = SOFT, G = GAUGE, S = SPEND}, {t = 1, c = 2, r = 3, s = 4}
   local words = {}
   for word in string.gmatch(old, '%S+') do words[#words + 1] = word end
-  n, spec, amounts, debits, legacy = #words / 6, {}, {}, {}, {}
+  n, spec, amounts, debits, legacy = #words / 6, {}, {}, {}, true
   if #KEYS - 3 ~= n then
     return redis.error_reply('settle keys do not match reservation ' .. id)
   end
@@ -66,7 +66,6 @@ else
     fields[i + 1] = name
   end
   stored = redis.call('HMGET', KEYS[1], unpack(fields))
-  legacy = true
 end
 if #fields ~= n + 1 then
   return redis.error_reply('settle fields do not match reservation ' .. id)
