@@ -10,11 +10,13 @@ import typer
 
 from ..config import load_config
 from ..errors import ConfigError
+from .budget import budget_app
 from .keys import keys_app
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tokenward: an LLM ingress gateway that admits work, not requests.")
 app.add_typer(keys_app, name="keys")
+app.add_typer(budget_app, name="budget")
 
 
 def _load_or_exit(path: Path):
