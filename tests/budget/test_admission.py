@@ -365,3 +365,24 @@ async def test_a_reservation_cancelled_in_flight_is_voided_and_frees_the_breaker
     breaker.abandon()
     assert breaker.allow()
     await admitter.close()
+
+
+async def test_warm_loads_the_scripts_and_a_dead_store_does_not_stop_start_up(redis_server, clock, tmp_path, caplog):
+    """Start-up gets the store ready (scripts loaded before the first request); a store
+    that does not answer yet only logs: requests fail closed until it does."""
+    from tokenward.budget.redis import RESERVE, SETTLE, RedisStore
+    from tokenward.budget.resp import pack
+
+    store = RedisStore(redis_server.url, timeout_s=1.0)
+    await store._run(pack(b"SCRIPT", b"FLUSH"), 1)
+    admitter = Admitter(config(), store, clock=clock)
+    await admitter.warm()
+    assert await store._run(pack(b"SCRIPT", b"EXISTS", RESERVE.sha, SETTLE.sha), 1) == [[1, 1]]
+    await admitter.close()
+
+    dead = Admitter(config(), RedisStore(f"unix://{tmp_path}/nothing.sock", timeout_s=0.2), clock=clock)
+    await dead.warm()
+    assert "budget store not reachable at start-up" in caplog.text
+    decision = await admit(dead)
+    assert not decision.admitted and decision.reason is Reason.budget_store_unavailable
+    await dead.close()

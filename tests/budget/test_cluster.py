@@ -14,7 +14,7 @@ from tests.budget.helpers import bucket, gauge, reserve, settle
 from tests.fixtures.redis_cluster import RedisCluster, _command
 from tokenward.budget.cluster import SLOTS, key_slot
 from tokenward.budget.limits import tenant_namespace
-from tokenward.budget.redis import RESERVE, RedisStore
+from tokenward.budget.redis import RESERVE, SETTLE, RedisStore
 from tokenward.budget.store import SETTLED, Layout, StoreUnavailable
 
 
@@ -40,6 +40,23 @@ def tenants_on_every_node(cluster) -> dict[int, str]:
         if len(found) == len(cluster.ports):
             return found
     raise AssertionError("no namespace found on some node")
+
+
+async def test_concurrent_first_calls_share_one_look_at_the_cluster(redis_cluster):
+    """A replica's first burst: every call waits for the one CLUSTER SLOTS, none is cut off
+    when the seed connection closes (a 503 in a cold replica's first second before)."""
+    redis_cluster.flush()
+    store = RedisStore(redis_cluster.url, timeout_s=1.0)
+    tenants = tenants_on_every_node(redis_cluster)
+    layouts = [layout_for(tenant) for tenant in tenants.values()]
+    calls = []
+    for i in range(60):     # arriving one after another, as a burst does, not all in one loop pass
+        calls.append(asyncio.ensure_future(store.reserve([reserve(layouts[i % len(layouts)], f"r{i}",
+                                                                  1_700_000_000_000, [1, 0])])))
+        await asyncio.sleep(0.0002)
+    outcomes = await asyncio.gather(*calls)
+    assert all(o.ok for [o] in outcomes)
+    await store.close()
 
 
 def test_key_slot_matches_the_cluster(redis_cluster):
@@ -185,3 +202,13 @@ async def test_a_dead_node_refuses_only_the_tenants_whose_slots_it_holds():
     finally:
         cluster.stop()
         shutil.rmtree(directory, ignore_errors=True)
+
+
+async def test_warm_loads_the_scripts_on_every_primary_before_traffic(redis_cluster):
+    for port in redis_cluster.ports:
+        _command(port, "SCRIPT", "FLUSH")
+    store = RedisStore(redis_cluster.url, timeout_s=1.0)
+    await store.warm()
+    for port in redis_cluster.ports:
+        assert _command(port, "SCRIPT", "EXISTS", RESERVE.sha.decode(), SETTLE.sha.decode()).split() == ["1", "1"]
+    await store.close()

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import time
 from typing import Callable
@@ -33,6 +34,8 @@ from .memory import MemoryStore
 from .policy import Outcome
 from .reconcile import Reconciler
 from .store import BudgetStore, ReserveCall, SettleCall, StoreUnavailable
+
+log = logging.getLogger("tokenward.budget")
 
 
 class Decision:
@@ -206,6 +209,18 @@ class Admitter:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def warm(self) -> None:
+        """Get the shared store ready before traffic (a cluster recognised, scripts loaded).
+        A store that does not answer yet is not a reason to refuse to start: requests fail
+        closed until it does, and it recovers alone."""
+        warm = getattr(self.shared.store, "warm", None)
+        if warm is None:
+            return
+        try:
+            await warm()
+        except StoreUnavailable as exc:
+            log.warning("budget store not reachable at start-up (%s); requests fail closed until it is", exc)
 
     async def close(self) -> None:
         if self._background:

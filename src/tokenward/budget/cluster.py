@@ -235,6 +235,10 @@ class ClusterRouter:
             at += 1
         return out
 
+    async def load_scripts_everywhere(self) -> None:
+        primaries = {node for node in self._owner if node is not None}
+        await asyncio.gather(*(self._client(node).exchange(self._load_scripts(), 2) for node in primaries))
+
     async def close(self) -> None:
         nodes, self._nodes = self._nodes, {}
         for client in nodes.values():

@@ -13,6 +13,7 @@ kept on the layout. Every failure is raised as ``StoreUnavailable``.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import struct
 from importlib import resources
@@ -159,8 +160,21 @@ class RedisStore:
         # A cluster is recognised at the first call (CLUSTER SLOTS), through the lean client only.
         self._cluster: ClusterRouter | None = None
         self._checked = not isinstance(self._transport, RespClient)
+        self._detecting: asyncio.Future | None = None
 
     async def _detect(self) -> None:
+        # Once, whoever asks first: concurrent first calls wait for the same answer (the
+        # seed connection is closed when it turns out to be a cluster).
+        if self._detecting is None:
+            self._detecting = asyncio.ensure_future(self._detect_once())
+        detecting = self._detecting
+        try:
+            await asyncio.shield(detecting)
+        finally:
+            if detecting.done():
+                self._detecting = None
+
+    async def _detect_once(self) -> None:
         transport = self._transport
         assert isinstance(transport, RespClient)
         [reply] = await transport.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
@@ -170,6 +184,17 @@ class RedisStore:
             self._cluster = router
             await transport.close()     # the router keeps its own connection per node
         self._checked = True
+
+    async def warm(self) -> None:
+        """Before the first request: recognise a cluster and load the scripts wherever they
+        will run, so a replica's first burst pays for neither (nor risks the store timeout)."""
+        if not self._checked:
+            await self._detect()
+        if self._cluster is not None:
+            await self._cluster.load_scripts_everywhere()
+        else:
+            self.round_trips += 1
+            await self._transport.exchange(_script_loads(), 2)
 
     async def _run_keyed(self, items: list[tuple[str, bytes]]) -> list:
         """Commands with the key that routes each (its namespace's slot, on a cluster)."""

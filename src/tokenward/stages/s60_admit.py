@@ -217,11 +217,12 @@ def open_store(config: Config):
     raise ConfigError("store.url", f"expected 'memory', redis://, rediss:// or unix://, got {url!r}")
 
 
-def build(services) -> AdmissionStage:
+async def build(services) -> AdmissionStage:
     config = services.config
     clock = services.extras.get("clock", time.time)
     admitter = Admitter(config, open_store(config), clock=clock)
     services.extras["budget"] = admitter
     services.on_close(admitter.close)
     admitter.keeper.start()
+    await admitter.warm()
     return AdmissionStage(config, admitter)
