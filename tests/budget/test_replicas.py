@@ -78,7 +78,8 @@ async def test_a_burst_across_replicas_never_exceeds_the_budget(tmp_path, replic
         admitted = [r for r in responses if r.status_code == 200]
         refused = [r for r in responses if r.status_code != 200]
         assert len(admitted) == admitted_in_backend       # refusals never reached the backend
-        assert all(r.status_code == 429 and r.json()["error"]["code"] == "token_budget" for r in refused)
+        assert all(r.status_code == 429 and r.json()["error"]["code"] == "token_budget" for r in refused), \
+            [(r.status_code, r.text[:200]) for r in refused]
         per_request = set(reservations(tmp_path))
         assert len(per_request) == 1, per_request
         [work] = per_request
