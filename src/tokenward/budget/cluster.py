@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import hiredis
 
 from .guard import Breaker
-from .resp import RespClient, pack
+from .resp import RespClient, SingleFlight, pack
 from .store import StoreUnavailable
 
 SLOTS = 16384
@@ -80,7 +80,7 @@ class ClusterRouter:
         self._nodes: dict[tuple[str, int], RespClient] = {}
         self._owner: list[tuple[str, int] | None] = [None] * SLOTS
         self._slot_cache: dict[str, int] = {}
-        self._refreshing: asyncio.Future | None = None
+        self.refresh = SingleFlight(self._refresh)  # concurrent callers wait for the same one
         self._stale = False
         self._refreshed_at = float("-inf")
         self._known: list[tuple[str, int]] = []
@@ -118,17 +118,6 @@ class ClusterRouter:
             client = self._nodes[node] = RespClient.from_params({**params, "host": node[0], "port": node[1]},
                                                                 self.timeout_s)
         return client
-
-    async def refresh(self) -> None:
-        # one refresh at a time: concurrent callers wait for the same one
-        if self._refreshing is None:
-            self._refreshing = asyncio.ensure_future(self._refresh())
-        refreshing = self._refreshing
-        try:
-            await asyncio.shield(refreshing)
-        finally:
-            if refreshing.done():
-                self._refreshing = None
 
     async def _refresh(self) -> None:
         failure: Exception | None = None

@@ -13,7 +13,6 @@ kept on the layout. Every failure is raised as ``StoreUnavailable``.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import struct
 from importlib import resources
@@ -22,7 +21,7 @@ from typing import Sequence
 from . import policy
 from .policy import Check, Outcome
 from .cluster import ClusterRouter, is_cluster_reply
-from .resp import RedisPyConnections, RespClient, ScriptMissing, _bulk, pack
+from .resp import RedisPyConnections, RespClient, ScriptMissing, SingleFlight, _bulk, pack
 from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
 
 
@@ -160,19 +159,9 @@ class RedisStore:
         # A cluster is recognised at the first call (CLUSTER SLOTS), through the lean client only.
         self._cluster: ClusterRouter | None = None
         self._checked = not isinstance(self._transport, RespClient)
-        self._detecting: asyncio.Future | None = None
-
-    async def _detect(self) -> None:
         # Once, whoever asks first: concurrent first calls wait for the same answer (the
         # seed connection is closed when it turns out to be a cluster).
-        if self._detecting is None:
-            self._detecting = asyncio.ensure_future(self._detect_once())
-        detecting = self._detecting
-        try:
-            await asyncio.shield(detecting)
-        finally:
-            if detecting.done():
-                self._detecting = None
+        self._detect = SingleFlight(self._detect_once)
 
     async def _detect_once(self) -> None:
         transport = self._transport

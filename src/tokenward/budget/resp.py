@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from typing import Any
+from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 import hiredis
 from redis.asyncio.connection import ConnectionPool, parse_url
@@ -28,6 +28,29 @@ from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError
 
 from .store import StoreUnavailable
+
+T = TypeVar("T")
+
+
+class SingleFlight(Generic[T]):
+    """One run of a coroutine at a time: callers that arrive while it runs wait for the
+    same result (shielded: one caller's cancellation does not cut the others off)."""
+
+    __slots__ = ("_make", "_running")
+
+    def __init__(self, make: Callable[[], Awaitable[T]]) -> None:
+        self._make = make
+        self._running: asyncio.Future | None = None
+
+    async def __call__(self) -> T:
+        if self._running is None:
+            self._running = asyncio.ensure_future(self._make())
+        running = self._running
+        try:
+            return await asyncio.shield(running)
+        finally:
+            if running.done():
+                self._running = None
 
 
 class ScriptMissing(Exception):
@@ -153,7 +176,7 @@ class RespClient:
         self._params: dict[str, Any] = dict(parse_url(url))
         self.timeout_s = timeout_s
         self._protocol: _Protocol | None = None
-        self._connecting: asyncio.Future | None = None
+        self._connect = SingleFlight(self._open)    # concurrent callers share one connect
 
     @classmethod
     def from_params(cls, params: dict[str, Any], timeout_s: float) -> "RespClient":
@@ -186,17 +209,6 @@ class RespClient:
             raise StoreUnavailable(f"budget store: no connection within {self.timeout_s * 1000:.0f} ms") from None
         except OSError as exc:
             raise StoreUnavailable(f"budget store: {exc}") from exc
-
-    async def _connect(self) -> _Protocol:
-        # One connect at a time: concurrent callers wait for the same one.
-        if self._connecting is None:
-            self._connecting = asyncio.ensure_future(self._open())
-        connecting = self._connecting
-        try:
-            return await asyncio.shield(connecting)
-        finally:
-            if connecting.done():
-                self._connecting = None
 
     async def _open(self) -> _Protocol:
         loop = asyncio.get_running_loop()
