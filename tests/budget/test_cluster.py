@@ -4,14 +4,12 @@ owns its namespace's slot, and the store follows the cluster when slots move."""
 from __future__ import annotations
 
 import asyncio
-import shutil
-import tempfile
 import time
 
 import pytest
 
 from tests.budget.helpers import bucket, gauge, reserve, settle
-from tests.fixtures.redis_cluster import RedisCluster, _command
+from tests.fixtures.redis_cluster import _command, private_cluster
 from tokenward.budget.cluster import SLOTS, key_slot
 from tokenward.budget.limits import tenant_namespace
 from tokenward.budget.redis import RESERVE, SETTLE, RedisStore
@@ -140,10 +138,7 @@ async def test_a_failed_primary_is_replaced_by_its_replica_and_the_store_follows
     """A primary dies; once the cluster promotes its replica, calls for its slots go to
     the new primary (the slot map is asked again after the node stopped answering) and
     the reservation made before the failure settles there."""
-    directory = tempfile.mkdtemp(prefix="tw-failover-")
-    cluster = RedisCluster(directory, nodes=6, replicas=1, node_timeout_ms=1000)
-    try:
-        cluster.start()
+    with private_cluster(nodes=6, replicas=1, node_timeout_ms=1000) as cluster:
         primaries = [p for p in cluster.ports if "master" in _command(p, "ROLE").split()[0]]
         store = RedisStore(cluster.url, timeout_s=0.5)
         victim = next(p for p in primaries if p != cluster.ports[0])
@@ -165,9 +160,6 @@ async def test_a_failed_primary_is_replaced_by_its_replica_and_the_store_follows
             == [SETTLED, SETTLED]
         assert await store.open_reservations(layout.leases_key) == 0
         await store.close()
-    finally:
-        cluster.stop()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 async def test_a_dead_node_refuses_only_the_tenants_whose_slots_it_holds():
@@ -179,10 +171,7 @@ async def test_a_dead_node_refuses_only_the_tenants_whose_slots_it_holds():
     from tokenward.config.loader import effective_plan
     from tokenward.errors import Reason
 
-    directory = tempfile.mkdtemp(prefix="tw-deadnode-")
-    cluster = RedisCluster(directory)
-    try:
-        cluster.start()
+    with private_cluster() as cluster:
         admitter = Admitter(config(), RedisStore(cluster.url, timeout_s=0.5))
         plan = effective_plan(admitter.config, "hooli")     # 100 streams: nothing but the node refuses
         dead_port = cluster.ports[1]
@@ -199,9 +188,6 @@ async def test_a_dead_node_refuses_only_the_tenants_whose_slots_it_holds():
             assert not refused.admitted and refused.reason is Reason.budget_store_unavailable
             assert (await admit(on_live)).admitted
         await admitter.close()
-    finally:
-        cluster.stop()
-        shutil.rmtree(directory, ignore_errors=True)
 
 
 async def test_warm_loads_the_scripts_on_every_primary_before_traffic(redis_cluster):
