@@ -131,8 +131,10 @@ async def run(args) -> None:
             if slot not in args.stages.split(","):
                 del order.STAGE_FACTORIES[slot]
     with tempfile.TemporaryDirectory(prefix="tokenward-inproc-") as tmp:
-        raw = yaml.safe_load((Path(__file__).resolve().parent / "foundation.yaml").read_text())
+        raw = yaml.safe_load((Path(__file__).resolve().parent / f"{args.config}.yaml").read_text())
         raw["upstreams"]["bench"]["base_url"] = "http://127.0.0.1:9/v1"
+        if args.store:
+            raw["store"]["url"] = args.store
         raw["logging"]["decisions"] = os.path.join(tmp, "decisions.jsonl")
         raw["keystore"]["url"] = f"sqlite:///{tmp}/keys.db"
         config_path = Path(tmp) / "gateway.yaml"
@@ -177,11 +179,15 @@ async def measure(gateway, args, config_path: Path) -> None:
         raise SystemExit(f"the stub request got {status}: {sink!r:.500}")
     for _ in range(min(2000, args.requests)):  # warm caches
         await one_request(gateway, scope, body, [])
+    async def loop(n: int) -> None:
+        for _ in range(n):
+            await one_request(gateway, scope, body, [])
+
     used = float("inf")
+    each = args.requests // args.concurrency
     for _ in range(args.repeat):  # the least of several: other people's load only ever adds
         started = time.process_time()
-        for _ in range(args.requests):
-            await one_request(gateway, scope, body, [])
+        await asyncio.gather(*(loop(each) for _ in range(args.concurrency)))
         used = min(used, time.process_time() - started)
     unit = "chunk" if args.stream_chunks else "request"
     per = used * 1e6 / args.requests / max(args.stream_chunks, 1)
@@ -224,6 +230,10 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--without", help="price parts by switching them off: watch,record,metrics,timings")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--config", choices=("foundation", "full"), default="foundation",
+                        help="bench/<name>.yaml: the plan and store of that pipeline")
+    parser.add_argument("--store", help="store.url instead of the config's (e.g. unix:///tmp/redis.sock)")
+    parser.add_argument("--concurrency", type=int, default=1, help="requests in flight at once (tasks)")
     args = parser.parse_args()
     import uvloop
 

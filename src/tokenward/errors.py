@@ -95,6 +95,11 @@ class Reason(enum.Enum):
     client_disconnected = (499, _INVALID)
     # the boundary's last resort: a bug, reported without detail
     internal_error = (500, _UPSTREAM)
+    # the HTTP server, before the request reaches the pipeline (no decision record)
+    malformed_request = (400, _INVALID)
+    request_timeout = (408, _INVALID)
+    transfer_encoding_unsupported = (501, _INVALID)
+    shutting_down = (503, _UPSTREAM)
 
 
 

@@ -151,3 +151,33 @@ async def test_header_limits(make_gateway, mock):
             await _refused(mock, client, "POST", url, 431, "headers_too_large", json=chat(),
                            headers={"x-big": "v" * 3000})
             await _control(mock, client, running.url)
+
+
+FRAMING_REFUSALS = {
+    "content-length and chunked": (400, "malformed_request",
+                                   b"content-length: 5\r\ntransfer-encoding: chunked\r\n\r\n"),
+    "two content-lengths": (400, "malformed_request", b"content-length: 5\r\ncontent-length: 6\r\n\r\n"),
+    "gzip, chunked": (501, "transfer_encoding_unsupported", b"transfer-encoding: gzip, chunked\r\n\r\n"),
+    "unknown coding": (501, "transfer_encoding_unsupported", b"transfer-encoding: xchunked\r\n\r\n"),
+}
+
+
+@pytest.mark.parametrize("status,code,framing", FRAMING_REFUSALS.values(), ids=FRAMING_REFUSALS.keys())
+async def test_ambiguous_body_framing_never_reaches_the_backend(gw, mock, status, code, framing):
+    """Framing a proxy and a backend could read two ways is refused by the gateway's server
+    itself, in the usual envelope; a chat request framed plainly passes beside it."""
+    body = orjson.dumps(chat())
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    host, port = gw.url.removeprefix("http://").split(":")
+    before = await mock.requests()
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                 + framing + chunked)
+    raw = await asyncio.wait_for(reader.read(), 5)   # answered, then closed
+    writer.close()
+    head, _, answer = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d " % status) and b"\r\nx-request-id: req_srv_" in head
+    assert orjson.loads(answer)["error"]["code"] == code
+    assert await mock.requests() == before
+    async with gw.client() as client:
+        await _control(mock, client, gw.url)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 
 import pytest
 
@@ -163,12 +164,81 @@ async def test_head_response_has_length_but_no_body():
 
 # -- errors -----------------------------------------------------------------------------------
 
+def assert_envelope(headers: dict, body: bytes, code: str) -> None:
+    """The server's own refusals look like every other refusal: OpenAI's envelope, an id."""
+    assert headers["content-type"] == "application/json" and headers["x-request-id"].startswith("req_srv_")
+    error = json.loads(body)["error"]
+    assert error["code"] == code and error["message"] and "Traceback" not in error["message"]
+
+
 async def test_malformed_request_gets_400_and_close():
     async with serve(echo) as (_, port), connection(port) as (reader, writer):
         writer.write(b"NOT A REQUEST\x00\r\n\r\n")
-        status, headers, _ = await asyncio.wait_for(read_response(reader), 2)
+        status, headers, body = await asyncio.wait_for(read_response(reader), 2)
         assert status == 400 and headers["connection"] == "close"
+        assert_envelope(headers, body, "malformed_request")
         assert await at_eof(reader)
+
+
+SMUGGLING = {
+    "content-length and chunked": b"Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n",
+    "two content-lengths": b"Content-Length: 5\r\nContent-Length: 10\r\n\r\nhelloworld",
+    "a folded header line": b"Content-Length: 5\r\n X-Folded: yes\r\n\r\nhello",
+    "space before the colon": b"Content-Length : 5\r\n\r\nhello",
+    "a signed content-length": b"Content-Length: +5\r\n\r\nhello",
+    "a chunk size that overflows": b"Transfer-Encoding: chunked\r\n\r\nffffffffffffffffff\r\nhello",
+}
+
+
+@pytest.mark.parametrize("framing", SMUGGLING.values(), ids=SMUGGLING.keys())
+async def test_ambiguous_framing_is_refused_with_400_and_never_reaches_the_app_whole(framing):
+    # What a proxy in front and a backend behind could read two ways (request smuggling) is
+    # refused: the app never gets a body to act on, and the connection is closed. A control
+    # request with the same body and plain framing gets through on the same server.
+    bodies = []
+
+    async def app(scope, receive, send):
+        parts = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                return  # the connection ended before the body did
+            parts.append(message["body"])
+            if not message.get("more_body"):
+                break
+        bodies.append(b"".join(parts))
+        await respond(send, scope["method"].encode() + b" " + scope["path"].encode() + b" " + bodies[-1])
+
+    async with serve(app) as (_, port):
+        async with connection(port) as (reader, writer):
+            writer.write(b"POST /up HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+            status, _, body = await asyncio.wait_for(read_response(reader), 2)
+            assert (status, body) == (200, b"POST /up hello")
+        async with connection(port) as (reader, writer):
+            writer.write(b"POST /up HTTP/1.1\r\nHost: x\r\n" + framing)
+            status, headers, body = await asyncio.wait_for(read_response(reader), 2)
+            assert status == 400 and headers["connection"] == "close"
+            assert_envelope(headers, body, "malformed_request")
+            assert await at_eof(reader)
+    assert bodies == [b"hello"]
+
+
+@pytest.mark.parametrize("coding", [b"gzip, chunked", b"xchunked", b"identity"])
+async def test_a_transfer_coding_other_than_chunked_gets_501_before_the_app_runs(coding):
+    calls = []
+
+    async def app(scope, receive, send):
+        calls.append(scope["path"])
+        await echo(scope, receive, send)
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " + coding + b"\r\n\r\n"
+                     b"5\r\nhello\r\n0\r\n\r\n")
+        status, headers, body = await asyncio.wait_for(read_response(reader), 2)
+        assert status == 501 and headers["connection"] == "close"
+        assert_envelope(headers, body, "transfer_encoding_unsupported")
+        assert await at_eof(reader)
+    assert calls == []
 
 
 async def test_bytes_after_a_malformed_request_get_no_second_answer():
@@ -279,6 +349,7 @@ async def test_a_request_head_that_keeps_growing_is_refused_with_431():
                 await asyncio.sleep(0.005)
                 if reader.at_eof() or reader._buffer:  # noqa: SLF001 - answered already
                     break
-            status, headers, _ = await asyncio.wait_for(read_response(reader), 2)
+            status, headers, body = await asyncio.wait_for(read_response(reader), 2)
             assert status == 431 and headers["connection"] == "close"
+            assert_envelope(headers, body, "headers_too_large")
             assert await at_eof(reader)

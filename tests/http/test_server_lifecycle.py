@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import hashlib
 import time
 
@@ -87,8 +88,9 @@ async def test_a_body_that_stops_arriving_gets_408_and_the_app_sees_a_disconnect
         assert (status, body) == (200, b"never sent")
         started = time.monotonic()
         writer.write(b"POST /b HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n0123456789")
-        status, headers, _ = await asyncio.wait_for(read_response(reader), 3)
+        status, headers, body = await asyncio.wait_for(read_response(reader), 3)
         assert status == 408 and headers["connection"] == "close"
+        assert json.loads(body)["error"]["code"] == "request_timeout"
         assert 0.3 <= time.monotonic() - started < 2.0
         assert await at_eof(reader)
     assert seen[-2:] == ["http.request", "http.disconnect"]

@@ -22,12 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from typing import Callable
 from urllib.parse import unquote
 
 import httptools
 
+from ..errors import Reason, envelope
 from ..writes import batch_for
 from .cycle import RequestCycle, status_line, wake
 
@@ -41,9 +43,21 @@ MAX_HEAD_BYTES = 65536
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
 
 
-def _plain_response(status: int, text: bytes) -> bytes:
-    return (status_line(status) + b"content-type: text/plain; charset=utf-8\r\nconnection: close\r\n"
-            b"content-length: %d\r\n\r\n%s" % (len(text), text))
+class _Refused(Exception):
+    """Raised from a parser callback: answer with ``reason`` and read no more of the connection."""
+
+    def __init__(self, reason: Reason, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+
+def _error_response(reason: Reason, message: str) -> bytes:
+    """OpenAI's error envelope, as every refusal is, with a request id of its own: the app
+    never saw this request, so the server names it (``req_srv_...``)."""
+    body = envelope(reason, message)
+    return (status_line(reason.status) + b"content-type: application/json\r\nx-request-id: req_srv_%s\r\n"
+            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (os.urandom(8).hex().encode(), len(body), body))
 
 
 class ServerState:
@@ -143,13 +157,17 @@ class HttpConnection(asyncio.Protocol):
             if cycle is not None:
                 cycle.keep_alive = False
         except httptools.HttpParserError as exc:
-            self._reject(400, b"Invalid HTTP request: " + str(exc).encode(errors="replace")[:200])
+            refused = exc.__context__
+            if isinstance(refused, _Refused):
+                self._reject(refused.reason, refused.message)
+            else:
+                self._reject(Reason.malformed_request, f"invalid HTTP request: {str(exc)[:200]}")
             return
         if self.in_head:
             self.head_bytes += len(data)
             if self.head_bytes > self.state.max_head_bytes:
                 self.in_head = False
-                self._reject(431, b"Request header fields too large")
+                self._reject(Reason.headers_too_large, "request header fields too large")
 
     def pause_writing(self) -> None:
         self.write_paused = True
@@ -175,6 +193,11 @@ class HttpConnection(asyncio.Protocol):
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self.expect = True
+        elif name == b"transfer-encoding" and value.strip().lower() != b"chunked":
+            # The parser would take "gzip, chunked" as chunked and hand on a body still
+            # gzip-coded, and read an unknown coding's body to the end of the connection.
+            raise _Refused(Reason.transfer_encoding_unsupported,
+                           "a Transfer-Encoding other than chunked is not supported")
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -270,20 +293,20 @@ class HttpConnection(asyncio.Protocol):
                 if task is not None and task.cancelling():
                     task.uncancel()  # the request was cancelled, not the connection's worker
                 if not cycle.disconnected:  # cut off by a shutdown past its grace period
-                    self._abandon(cycle, 503, b"Service Unavailable")
+                    self._abandon(cycle, Reason.shutting_down, "the server is shutting down")
                 return
             if not cycle.disconnected:
                 log.error("unhandled error in the application", exc_info=exc)
-                self._abandon(cycle, 500, b"Internal Server Error")
+                self._abandon(cycle, Reason.internal_error, "internal error")
             return
         if not cycle.complete and not cycle.disconnected:
             log.error("the application returned without completing its response")
-            self._abandon(cycle, 500, b"Internal Server Error")
+            self._abandon(cycle, Reason.internal_error, "internal error")
 
-    def _abandon(self, cycle: RequestCycle, status: int, text: bytes) -> None:
+    def _abandon(self, cycle: RequestCycle, reason: Reason, message: str) -> None:
         # The head is written with the first body bytes: until then a 500 can still replace it.
         if (not cycle.started or cycle.head is not None) and not self.transport.is_closing():
-            self.write(_plain_response(status, text))
+            self.write(_error_response(reason, message))
         cycle.complete = True
         self.close()
 
@@ -315,16 +338,21 @@ class HttpConnection(asyncio.Protocol):
         cycle = self.cycle
         if cycle is not None and not cycle.started:
             cycle.started = True  # nothing else may answer now
-            self.write(_plain_response(408, b"Request body timed out"))
+            self.write(_error_response(Reason.request_timeout, "the request body stopped arriving"))
         self.close()
 
-    def _reject(self, status: int, text: bytes) -> None:
+    def _reject(self, reason: Reason, message: str) -> None:
         # Nothing more of this connection is parsed (the parser's state is gone); the
         # close is deferred behind the answer's write, so stop reading until then.
         self.refused = True
         cycle = self.cycle
         if cycle is None or cycle.complete:
-            self.write(_plain_response(status, text))
+            self.write(_error_response(reason, message))
+        elif cycle is self.parsing and not cycle.started:
+            # Its body is malformed (a chunk size that overflows, say): the client gets the
+            # reason, and the app, still waiting for the body, sees the connection end.
+            cycle.started = True
+            self.write(_error_response(reason, message))
         self.close()
         if not self.transport.is_closing():
             self.pause_reading()
