@@ -223,6 +223,29 @@ async def test_ambiguous_framing_is_refused_with_400_and_never_reaches_the_app_w
     assert bodies == [b"hello"]
 
 
+async def test_a_malformed_body_while_the_app_is_busy_gets_one_answer_and_the_app_sees_a_disconnect(caplog):
+    # The app answers on the body's first chunk (as the gateway refuses on what it has read)
+    # in the same loop pass in which the rest turns out malformed: the client gets the 400,
+    # and the app's answer goes nowhere rather than failing as a second response.
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append((await receive())["type"])   # woken by the read that also holds the bad chunk
+        await respond(send, b"late answer")
+        seen.append((await receive())["type"])
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"POST /up HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                     b"5\r\nhello\r\nffffffffffffffffff\r\n")
+        raw = await asyncio.wait_for(reader.read(), 2)
+        await asyncio.sleep(0.2)
+    head, _, body = raw.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 ") and raw.count(b"HTTP/1.1") == 1
+    assert json.loads(body)["error"]["code"] == "malformed_request"
+    assert seen[-1] == "http.disconnect"   # the rest of the body never comes
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+
+
 @pytest.mark.parametrize("coding", [b"gzip, chunked", b"xchunked", b"identity"])
 async def test_a_transfer_coding_other_than_chunked_gets_501_before_the_app_runs(coding):
     calls = []

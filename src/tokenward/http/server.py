@@ -350,9 +350,11 @@ class HttpConnection(asyncio.Protocol):
             self.write(_error_response(reason, message))
         elif cycle is self.parsing and not cycle.started:
             # Its body is malformed (a chunk size that overflows, say): the client gets the
-            # reason, and the app, still waiting for the body, sees the connection end.
+            # reason, and the app, wherever it is in the request, sees the client gone, so
+            # its own answer (it may be about to send one) has nowhere to go.
             cycle.started = True
             self.write(_error_response(reason, message))
+            cycle.lost()
         self.close()
         if not self.transport.is_closing():
             self.pause_reading()
