@@ -273,6 +273,29 @@ async def test_bytes_after_a_malformed_request_get_no_second_answer():
     assert raw.startswith(b"HTTP/1.1 400 ") and raw.count(b"HTTP/1.1") == 1
 
 
+async def test_requests_read_whole_before_unframeable_bytes_are_answered_then_the_connection_closes():
+    # A body longer than its Content-Length leaves bytes that frame no request: the requests
+    # before them are still answered in order (the last with "connection: close"), the
+    # bytes themselves get no answer, and the app is never called for them.
+    paths = []
+
+    async def app(scope, receive, send):
+        paths.append(scope["path"])
+        await asyncio.sleep(0.05)   # still working when the bad bytes arrive
+        await echo(scope, receive, send)
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc"
+                     b"GET /b HTTP/1.1\r\nHost: x\r\n\r\n"
+                     b"NOT A REQUEST\x00\r\n\r\n")
+        first = await asyncio.wait_for(read_response(reader), 2)
+        second = await asyncio.wait_for(read_response(reader), 2)
+        assert await at_eof(reader)
+    assert (first[0], first[2]) == (200, b"POST /a abc") and "connection" not in first[1]
+    assert (second[0], second[2]) == (200, b"GET /b ") and second[1]["connection"] == "close"
+    assert paths == ["/a", "/b"]
+
+
 async def test_app_error_before_start_is_a_bare_500():
     async def app(scope, receive, send):
         raise ValueError("secret-detail-42")

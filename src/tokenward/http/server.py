@@ -342,20 +342,31 @@ class HttpConnection(asyncio.Protocol):
         self.close()
 
     def _reject(self, reason: Reason, message: str) -> None:
-        # Nothing more of this connection is parsed (the parser's state is gone); the
-        # close is deferred behind the answer's write, so stop reading until then.
+        # Nothing more of this connection is parsed (the parser's state is gone), so nothing
+        # more is read; a close is deferred behind the answers' writes.
         self.refused = True
-        cycle = self.cycle
-        if cycle is None or cycle.complete:
-            self.write(_error_response(reason, message))
-        elif cycle is self.parsing and not cycle.started:
-            # Its body is malformed (a chunk size that overflows, say): the client gets the
-            # reason, and the app, wherever it is in the request, sees the client gone, so
-            # its own answer (it may be about to send one) has nowhere to go.
-            cycle.started = True
-            self.write(_error_response(reason, message))
-            cycle.lost()
-        self.close()
+        cycle, parsing = self.cycle, self.parsing
+        if parsing is not None and parsing is not cycle and parsing in self.queue:
+            self.queue.remove(parsing)  # a pipelined request whose body never arrived whole
+        self.parsing = None
+        if cycle is not None and cycle is parsing and not cycle.complete:
+            if not cycle.started:
+                # Its body is malformed (a chunk size that overflows, say): the client gets the
+                # reason, and the app, wherever it is in the request, sees the client gone, so
+                # its own answer (it may be about to send one) has nowhere to go.
+                cycle.started = True
+                self.write(_error_response(reason, message))
+                cycle.lost()
+            self.close()
+        else:
+            pending = [c for c in (cycle, *self.queue) if c is not None and not c.complete]
+            if pending:
+                # Requests read whole before the bytes that could not be framed are answered
+                # first, the last of them with the connection's close; those bytes are not.
+                pending[-1].keep_alive = False
+            else:
+                self.write(_error_response(reason, message))
+                self.close()
         if not self.transport.is_closing():
             self.pause_reading()
 

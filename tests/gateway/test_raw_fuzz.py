@@ -1,0 +1,107 @@
+"""Mangled raw requests against the whole gateway: whatever arrives, the answer is a clean
+refusal or a closed connection, never a 500 or a logged traceback, and only requests that
+were answered 200 reached the backend.
+
+The mutations are seeded, so a failure names the seed that reproduces it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+
+import orjson
+import pytest
+
+from tests.support import chat
+
+_TOKENS = [b"\r\n", b"\n", b"\r", b" ", b":", b"\x00", b"\xff", b"%", b"0", b"-1", b"99999999999999999999",
+           b"chunked", b"content-length: 3\r\n", b"transfer-encoding: chunked\r\n", b"HTTP/1.1", b"\t", b"{",
+           b"}", b'"', b"GET ", b"POST /v1/chat/completions HTTP/1.1\r\n", b"expect: 100-continue\r\n"]
+
+
+def _requests(key: str) -> list[bytes]:
+    body = orjson.dumps(chat(max_tokens=5))
+    head = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer " + key.encode()
+            + b"\r\ncontent-type: application/json\r\n")
+    return [head + b"content-length: %d\r\n\r\n" % len(body) + body,
+            head + b"transfer-encoding: chunked\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"]
+
+
+def _mutate(rng: random.Random, raw: bytes) -> bytes:
+    out = bytearray(raw)
+    for _ in range(rng.randint(1, 4)):
+        at = rng.randrange(len(out) + 1)
+        op = rng.random()
+        if op < 0.3 and len(out) > 1:
+            del out[at:at + rng.randint(1, 8)]
+        elif op < 0.6:
+            out[at:at] = rng.choice(_TOKENS)
+        elif op < 0.8:
+            out[min(at, len(out) - 1)] = rng.randrange(256)
+        else:
+            start = rng.randrange(len(out))
+            out[at:at] = out[start:start + rng.randint(1, 40)]
+    return bytes(out)
+
+
+async def _exchange(port: int, raw: bytes, half_close: bool) -> bytes | None:
+    """What came back within 0.5 s (a kept-alive connection stays open after its answer);
+    None if nothing came and the connection stayed open, waiting for more of the request."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    received = b""
+    try:
+        writer.write(raw)
+        if half_close:
+            writer.write_eof()
+        async with asyncio.timeout(0.5):
+            while chunk := await reader.read(65536):
+                received += chunk
+    except TimeoutError:
+        if not received:
+            return None   # an incomplete request: the server is right to wait
+    finally:
+        writer.close()
+    return received
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+async def test_mangled_requests_get_a_clean_refusal_or_a_close(gw, mock, caplog, seed):
+    caplog.set_level(logging.ERROR)
+    rng = random.Random(seed)
+    port = int(gw.url.rsplit(":", 1)[1])
+    originals = _requests(gw.key)
+    limit = asyncio.Semaphore(16)
+
+    async def one(raw: bytes, half_close: bool) -> bytes | None:
+        async with limit:
+            return await _exchange(port, raw, half_close)
+
+    statuses = []
+    # Half-closed connections last: a complete request whose client then half-closes may be
+    # cancelled after it was forwarded (a disconnect), so only the first phase counts the
+    # backend's requests exactly.
+    for half_close in (False, True):
+        cases = [_mutate(rng, rng.choice(originals)) for _ in range(150)]
+        before = await mock.requests()
+        answers = await asyncio.gather(*(one(raw, half_close) for raw in cases))
+        phase = []
+        for raw, answer in zip(cases, answers):
+            if not answer:
+                continue   # closed without an answer (half-closed, incomplete), or still waiting
+            assert answer.startswith(b"HTTP/1.1 "), (raw, answer[:200])
+            status = int(answer[9:12])
+            assert status < 500 or status == 501, (raw, answer[:400])   # 501: a coding we refuse
+            phase.append(status)
+        if not half_close:
+            await asyncio.sleep(0.2)
+            assert await mock.requests() - before == phase.count(200), "\n".join(
+                repr((raw[-150:], answer and answer[:100])) for raw, answer in zip(cases, answers)
+                if not answer or not answer.startswith(b"HTTP/1.1 4"))
+        statuses += phase
+    assert statuses.count(400) > 50                       # the fuzz does reach the parser's refusals
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+    async with gw.client() as client:                     # and the gateway still serves
+        ok = await client.post(gw.url + "/v1/chat/completions", json=chat())
+        assert ok.status_code == 200
