@@ -14,12 +14,8 @@ import random
 import orjson
 import pytest
 
+from tests.fuzzing import mutate
 from tests.support import chat
-
-_TOKENS = [b"\r\n", b"\n", b"\r", b" ", b":", b"\x00", b"\xff", b"%", b"0", b"-1", b"99999999999999999999",
-           b"chunked", b"content-length: 3\r\n", b"transfer-encoding: chunked\r\n", b"HTTP/1.1", b"\t", b"{",
-           b"}", b'"', b"GET ", b"POST /v1/chat/completions HTTP/1.1\r\n", b"expect: 100-continue\r\n"]
-
 
 def _requests(key: str) -> list[bytes]:
     body = orjson.dumps(chat(max_tokens=5))
@@ -27,23 +23,6 @@ def _requests(key: str) -> list[bytes]:
             + b"\r\ncontent-type: application/json\r\n")
     return [head + b"content-length: %d\r\n\r\n" % len(body) + body,
             head + b"transfer-encoding: chunked\r\n\r\n%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"]
-
-
-def _mutate(rng: random.Random, raw: bytes) -> bytes:
-    out = bytearray(raw)
-    for _ in range(rng.randint(1, 4)):
-        at = rng.randrange(len(out) + 1)
-        op = rng.random()
-        if op < 0.3 and len(out) > 1:
-            del out[at:at + rng.randint(1, 8)]
-        elif op < 0.6:
-            out[at:at] = rng.choice(_TOKENS)
-        elif op < 0.8:
-            out[min(at, len(out) - 1)] = rng.randrange(256)
-        else:
-            start = rng.randrange(len(out))
-            out[at:at] = out[start:start + rng.randint(1, 40)]
-    return bytes(out)
 
 
 async def _exchange(port: int, raw: bytes, half_close: bool) -> bytes | None:
@@ -83,7 +62,7 @@ async def test_mangled_requests_get_a_clean_refusal_or_a_close(gw, mock, caplog,
     # cancelled after it was forwarded (a disconnect), so only the first phase counts the
     # backend's requests exactly.
     for half_close in (False, True):
-        cases = [_mutate(rng, rng.choice(originals)) for _ in range(150)]
+        cases = [mutate(rng, rng.choice(originals)) for _ in range(150)]
         before = await mock.requests()
         answers = await asyncio.gather(*(one(raw, half_close) for raw in cases))
         phase = []
