@@ -12,7 +12,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable
 
 import httpx
 import uvicorn
@@ -180,12 +180,13 @@ class GatewayProcess:
 
 
 def spawn_gateway(config_path: Path | str, env: dict[str, str] | None = None, cwd: Path | None = None,
-                  wait_for: str | None = None, timeout: float = 30.0, args: tuple[str, ...] = ()) -> GatewayProcess:
+                  wait_for: str | None = None, timeout: float = 30.0, args: tuple[str, ...] = (),
+                  preexec_fn: Callable[[], None] | None = None) -> GatewayProcess:
     """``python -m tokenward serve --port 0``; returns once it listens (and ``wait_for`` was printed)."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "tokenward", "serve", "--config", str(config_path), "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd,
-        env={**os.environ, **(env or {})})
+        env={**os.environ, **(env or {})}, preexec_fn=preexec_fn)
     lines: list[str] = []
     url = None
     deadline = time.monotonic() + timeout

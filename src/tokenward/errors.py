@@ -100,6 +100,7 @@ class Reason(enum.Enum):
     request_timeout = (408, _INVALID)
     transfer_encoding_unsupported = (501, _INVALID)
     shutting_down = (503, _UPSTREAM)
+    too_many_connections = (503, _UPSTREAM)
 
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import hashlib
+import json
 import time
 
 import httpx
@@ -181,3 +181,25 @@ async def test_works_with_a_real_client_library():
         for i in range(3):
             resp = await client.post("/p%20q", content=b"x" * i, params={"a": "1"})
             assert (resp.status_code, resp.content) == (200, b"POST /p q " + b"x" * i)
+
+
+async def test_connections_past_the_cap_are_answered_503_at_once_and_a_freed_slot_is_reused():
+    async with serve(echo, max_connections=2) as (server, port):
+        async with connection(port) as (r1, w1), connection(port) as (r2, w2):
+            for reader, writer in ((r1, w1), (r2, w2)):   # both held, and served
+                writer.write(b"GET /held HTTP/1.1\r\nHost: x\r\n\r\n")
+                assert (await asyncio.wait_for(read_response(reader), 2))[0] == 200
+            async with connection(port) as (reader, writer):
+                status, headers, body = await asyncio.wait_for(read_response(reader), 2)
+                assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
+                assert json.loads(body)["error"]["code"] == "too_many_connections"
+                assert await at_eof(reader)
+            assert server.state.turned_away == 1
+        for _ in range(100):   # the two closed: their slots come back
+            if not server.state.connections:
+                break
+            await asyncio.sleep(0.01)
+        async with connection(port) as (reader, writer):
+            writer.write(b"GET /again HTTP/1.1\r\nHost: x\r\n\r\n")
+            status, _, body = await asyncio.wait_for(read_response(reader), 2)
+            assert (status, body) == (200, b"GET /again ")

@@ -4,11 +4,46 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
 import socket
 import sys
 
 from ..config.schema import Config
+
+log = logging.getLogger("tokenward")
+
+# Descriptors kept back from client connections: the store's and key store's connections,
+# the decision log, the listener, a few for what start-up opens.
+_RESERVED_FDS = 64
+_MAX_FDS = 1 << 20
+
+
+def raise_open_file_limit() -> int:
+    """The soft limit on open files, raised to the hard one (capped at 2^20). A stream holds
+    two descriptors, the client's and the backend's, and the soft limit many service
+    managers start a process with (1,024) would end the gateway at ~400 streams."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = _MAX_FDS if hard == resource.RLIM_INFINITY else min(hard, _MAX_FDS)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as exc:
+            log.warning("could not raise the open-file limit from %d to %d: %s", soft, target, exc)
+    return _MAX_FDS if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_cap(config: Config, open_files: int) -> int:
+    """Client connections per worker: the configured number, or what the open-file limit
+    leaves once every upstream pool could be full and the stores have theirs."""
+    if config.server.max_connections is not None:
+        return config.server.max_connections
+    pools = sum(upstream.pool_size for upstream in config.upstreams.values())
+    if open_files - pools - _RESERVED_FDS < 16:
+        log.warning("an open-file limit of %d leaves too little beside the upstream pools (%d): raise the hard "
+                    "limit or lower upstreams.*.pool_size", open_files, pools)
+    return max(open_files - pools - _RESERVED_FDS, 16)
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -29,8 +64,12 @@ def _run_worker(config: Config, sock: socket.socket) -> None:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # Far enough above the edge stage's header limit that the edge answers with its reason code.
     max_head = max(serving.MAX_HEAD_BYTES, 4 * config.edge.max_header_bytes)
+    open_files = raise_open_file_limit()
+    cap = connection_cap(config, open_files)
+    log.info("open-file limit %d: up to %d client connections", open_files, cap)
     started = serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
-                          graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head)
+                          graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head,
+                          max_connections=cap)
     if not started:
         sys.exit(3)
 

@@ -122,8 +122,9 @@ def _check_references(cfg: Config) -> None:
     check_capacity(cfg)
     if cfg.demo is not None and cfg.demo.tenant not in cfg.tenants:
         raise ConfigError("demo.tenant", f"unknown tenant {cfg.demo.tenant!r}")
-    for key in ("keep_alive_s", "graceful_shutdown_s"):
-        if getattr(cfg.server, key) <= 0:
+    for key in ("keep_alive_s", "graceful_shutdown_s", "max_connections"):
+        value = getattr(cfg.server, key)
+        if value is not None and value <= 0:
             raise ConfigError(f"server.{key}", "must be > 0")
     for i, route in enumerate(cfg.routes or ()):
         if not route.path.startswith("/"):

@@ -27,6 +27,10 @@ class ServerConfig(_Strict):
     keep_alive_s: float = 30.0
     # On SIGTERM: stop accepting, give open requests (streams included) this long to finish.
     graceful_shutdown_s: float = 30.0
+    # Client connections one worker holds at once; a connection past it is answered 503
+    # too_many_connections and closed, so clients can never take the descriptors the
+    # upstream pools and the stores need. None: the open-file limit less their share.
+    max_connections: int | None = None
 
 
 class EdgeConfig(_Strict):

@@ -52,23 +52,30 @@ class _Refused(Exception):
         self.message = message
 
 
-def _error_response(reason: Reason, message: str) -> bytes:
+def _error_response(reason: Reason, message: str, extra: bytes = b"") -> bytes:
     """OpenAI's error envelope, as every refusal is, with a request id of its own: the app
     never saw this request, so the server names it (``req_srv_...``)."""
     body = envelope(reason, message)
     return (status_line(reason.status) + b"content-type: application/json\r\nx-request-id: req_srv_%s\r\n"
-            b"connection: close\r\ncontent-length: %d\r\n\r\n%s" % (os.urandom(8).hex().encode(), len(body), body))
+            b"%sconnection: close\r\ncontent-length: %d\r\n\r\n%s"
+            % (os.urandom(8).hex().encode(), extra, len(body), body))
+
+
+_TOO_MANY = _error_response(Reason.too_many_connections, "this gateway holds all the connections it may; retry shortly",
+                            b"retry-after: 1\r\n")
 
 
 class ServerState:
     """What all connections of one server share."""
 
     def __init__(self, app: Callable, loop: asyncio.AbstractEventLoop, keep_alive_s: float,
-                 max_head_bytes: int = MAX_HEAD_BYTES) -> None:
+                 max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None) -> None:
         self.app = app
         self.loop = loop
         self.keep_alive_s = keep_alive_s
         self.max_head_bytes = max_head_bytes
+        self.max_connections = max_connections
+        self.turned_away = 0
         self.connections: set[HttpConnection] = set()
         self.tasks: set[asyncio.Task] = set()
         self.draining = False
@@ -120,7 +127,15 @@ class HttpConnection(asyncio.Protocol):
     # -- asyncio.Protocol ------------------------------------------------------------------
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
-        self.state.connections.add(self)
+        state = self.state
+        if state.max_connections is not None and len(state.connections) >= state.max_connections:
+            # Answered at once, not parsed: its descriptor is back within this loop pass.
+            state.turned_away += 1
+            self.refused = True
+            transport.write(_TOO_MANY)
+            transport.close()
+            return
+        state.connections.add(self)
         self.idle_since = self.last_read = self.loop.time()
         peer = transport.get_extra_info("peername")
         sock = transport.get_extra_info("sockname")

@@ -60,9 +60,10 @@ class _Lifespan:
 
 class HttpServer:
     def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0,
-                 max_head_bytes: int = MAX_HEAD_BYTES) -> None:
+                 max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None) -> None:
         self.app = app
         self.max_head_bytes = max_head_bytes
+        self.max_connections = max_connections
         self.keep_alive_s = keep_alive_s
         self.graceful_s = graceful_s
         self.state: ServerState | None = None
@@ -74,7 +75,7 @@ class HttpServer:
         """Run the app's start-up, then accept on ``sockets``; raises StartupFailed."""
         loop = asyncio.get_running_loop()
         await self._lifespan.startup()
-        self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes)
+        self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes, self.max_connections)
         factory = protocol_factory(self.state)
         for sock in sockets:
             self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048))
@@ -116,7 +117,7 @@ class HttpServer:
 
 
 def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
-        max_head_bytes: int = MAX_HEAD_BYTES) -> bool:
+        max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None) -> bool:
     """Serve until SIGTERM or SIGINT; False if the app failed to start."""
     import uvloop
 
@@ -125,7 +126,7 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes)
+        server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes, max_connections)
         try:
             await server.start(sockets)
         except StartupFailed as exc:
