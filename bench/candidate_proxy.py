@@ -86,7 +86,15 @@ class NoClient:
         return 200, b"application/json", self.body
 
 
-CLIENTS = {"aiohttp": AiohttpClient, "httpx": HttpxClient, "lean": LeanClient, "none": NoClient}
+def lean_budget_client(base: str):
+    """The lean client plus counting, a reservation, a settle and a record (lean_budget.py)."""
+    from lean_budget import LeanBudgetClient
+
+    return LeanBudgetClient(base)
+
+
+CLIENTS = {"aiohttp": AiohttpClient, "httpx": HttpxClient, "lean": LeanClient, "none": NoClient,
+           "lean-budget": lean_budget_client}
 
 
 def asgi_app(make_client):

@@ -176,12 +176,15 @@ def wrk_pair(direct_url: str, gateway_url: str, conns: int, duration: float, api
     return out
 
 
-def reference_proxy(procs: Procs, backend: Proc, backend_url: str, args) -> dict:
+def reference_proxy(procs: Procs, backend: Proc, backend_url: str, args, client: str = "lean",
+                    env: dict | None = None) -> dict:
     """The floor on this machine now: a minimal pass-through proxy with the gateway's own
     server and client (tokenward.http.serving, UpstreamPool; ``--reference-server uvicorn``
-    for uvicorn+uvloop+httptools instead), same CPU, same load."""
+    for uvicorn+uvloop+httptools instead), same CPU, same load. With ``client="lean-budget"``
+    it also counts, reserves, settles and records (bench/lean_budget.py)."""
     proc = procs.start("reference", [PYTHON, str(BENCH_DIR / "candidate_proxy.py"), "--server", args.reference_server,
-                                     "--client", "lean", "--upstream", backend_url], GATEWAY_CPU)
+                                     "--client", client, "--upstream", backend_url], GATEWAY_CPU,
+                       {**os.environ, **env} if env else None)
     out: dict = {}
     try:
         url = "http://127.0.0.1:" + proc.wait_line(r"proxy listening on http://127\.0\.0\.1:(\d+)").group(1)
@@ -287,7 +290,7 @@ def measure(args, procs: Procs, tmp: Path) -> dict:
         results["warmup"] = run_wrk(gateway_url + CHAT, max(args.conns), 2, {"BENCH_API_KEY": api_key or ""})
     for conns in args.conns:
         results[f"c{conns}"] = wrk_pair(backend_url, gateway_url, conns, args.duration, api_key, backend, gateway)
-    if args.reference:
+    if args.reference and store_url is None:
         results["reference"] = reference_proxy(procs, backend, backend_url, args)
         results["reference_server"] = args.reference_server
     if args.nginx:
@@ -298,6 +301,12 @@ def measure(args, procs: Procs, tmp: Path) -> dict:
     if store_url is not None:
         results["redis_commands"] = redis_commands(tmp / "redis.sock")
         results["left_in_redis"] = left_in_redis(tmp / "redis.sock")
+        if args.reference:   # after the gateway's Redis figures, which it would blur
+            env = {"BENCH_STORE_URL": store_url, "BENCH_RECORD_PATH": str(tmp / "lean-records.jsonl")}
+            results["reference"] = reference_proxy(procs, backend, backend_url, args, "lean-budget", env)
+            results["reference_server"] = args.reference_server
+            results["reference_kind"] = "lean-budget"
+            results["reference_left_in_redis"] = left_in_redis(tmp / "redis.sock")
     if args.profile:
         if args.profile_phase == "stream":
             chunks = max(1, int(args.duration * args.rate))
@@ -330,7 +339,9 @@ def report(results: dict) -> str:
                      f"{ref['p99_us'] / 1000:>9.3f}{ref['gateway_cpu_us_per_request']:>11.1f}"
                      f"{ref['cpu_util']['gateway']:>6.2f}{ref['cpu_util']['backend'] + ref['cpu_util']['wrk']:>6.2f}"
                      f"{ref['foreign_util']['cpu0']:>8.2f}{ref['foreign_util']['cpu1']:>8.2f}"
-                     f"   (minimal {results['reference_server']}+UpstreamPool pass-through, no pipeline)")
+                     + ("   (lean pass-through + tiktoken count + reserve/settle EVALSHA + record: issue 5's reference)"
+                        if results.get("reference_kind") == "lean-budget" else
+                        f"   (minimal {results['reference_server']}+UpstreamPool pass-through, no pipeline)"))
     for conns, ref in results.get("nginx", {}).items():
         lines.append(f"{'nginx c' + str(conns):<12}{ref['rps']:>10.0f}{ref['errors']:>8}{ref['p50_us'] / 1000:>9.3f}"
                      f"{ref['p99_us'] / 1000:>9.3f}{ref['gateway_cpu_us_per_request']:>11.1f}"
@@ -366,6 +377,10 @@ def report(results: dict) -> str:
         left = results["left_in_redis"]
         lines.append(f"left in redis after the run: {left['open_leases']} open leases, "
                      f"{left['reservation_records']} reservation records, gauges held: {left['gauges_held'] or 'none'}")
+        if "reference_left_in_redis" in results:
+            ref_left = results["reference_left_in_redis"]
+            lines.append(f"left in redis after the lean reference: {ref_left['open_leases']} open leases, "
+                         f"{ref_left['reservation_records']} reservation records")
     lines.append(f"decision records: {results['decision_records']['records']} "
                  f"{results['decision_records']['by_status']}")
     return "\n".join(lines)
