@@ -246,6 +246,22 @@ async def test_a_malformed_body_while_the_app_is_busy_gets_one_answer_and_the_ap
     assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
 
 
+async def test_transfer_encoding_in_an_http10_request_is_refused_before_the_app_runs():
+    calls = []
+
+    async def app(scope, receive, send):
+        calls.append(scope["path"])
+        await echo(scope, receive, send)
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"POST /up HTTP/1.0\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+        status, headers, body = await asyncio.wait_for(read_response(reader), 2)
+        assert status == 400
+        assert_envelope(headers, body, "malformed_request")
+        assert await at_eof(reader)
+    assert calls == []
+
+
 @pytest.mark.parametrize("coding", [b"gzip, chunked", b"xchunked", b"identity"])
 async def test_a_transfer_coding_other_than_chunked_gets_501_before_the_app_runs(coding):
     calls = []

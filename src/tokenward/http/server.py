@@ -208,11 +208,15 @@ class HttpConnection(asyncio.Protocol):
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self.expect = True
-        elif name == b"transfer-encoding" and value.strip().lower() != b"chunked":
-            # The parser would take "gzip, chunked" as chunked and hand on a body still
-            # gzip-coded, and read an unknown coding's body to the end of the connection.
-            raise _Refused(Reason.transfer_encoding_unsupported,
-                           "a Transfer-Encoding other than chunked is not supported")
+        elif name == b"transfer-encoding":
+            if value.strip().lower() != b"chunked":
+                # The parser would take "gzip, chunked" as chunked and hand on a body still
+                # gzip-coded, and read an unknown coding's body to the end of the connection.
+                raise _Refused(Reason.transfer_encoding_unsupported,
+                               "a Transfer-Encoding other than chunked is not supported")
+            if self.parser.get_http_version() == "1.0":
+                # HTTP/1.0 has no transfer codings: RFC 9112 calls such framing faulty.
+                raise _Refused(Reason.malformed_request, "Transfer-Encoding in an HTTP/1.0 request")
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
