@@ -194,7 +194,10 @@ async def test_connections_past_the_cap_are_answered_503_at_once_and_a_freed_slo
                 assert status == 503 and headers["retry-after"] == "1" and headers["connection"] == "close"
                 assert json.loads(body)["error"]["code"] == "too_many_connections"
                 assert await at_eof(reader)
-            assert server.state.turned_away == 1
+            async with connection(port) as (reader, writer):   # each answer has its own request id
+                second = await asyncio.wait_for(read_response(reader), 2)
+            assert second[0] == 503 and second[1]["x-request-id"] != headers["x-request-id"]
+            assert server.state.turned_away == 2
         for _ in range(100):   # the two closed: their slots come back
             if not server.state.connections:
                 break

@@ -61,9 +61,6 @@ def _error_response(reason: Reason, message: str, extra: bytes = b"") -> bytes:
             % (os.urandom(8).hex().encode(), extra, len(body), body))
 
 
-_TOO_MANY = _error_response(Reason.too_many_connections, "this gateway holds all the connections it may; retry shortly",
-                            b"retry-after: 1\r\n")
-
 
 class ServerState:
     """What all connections of one server share."""
@@ -132,7 +129,9 @@ class HttpConnection(asyncio.Protocol):
             # Answered at once, not parsed: its descriptor is back within this loop pass.
             state.turned_away += 1
             self.refused = True
-            transport.write(_TOO_MANY)
+            transport.write(_error_response(Reason.too_many_connections,
+                                            "this gateway holds all the connections it may; retry shortly",
+                                            b"retry-after: 1\r\n"))
             transport.close()
             return
         state.connections.add(self)
