@@ -22,7 +22,7 @@ _MAX_FDS = 1 << 20
 def raise_open_file_limit() -> int:
     """The soft limit on open files, raised to the hard one (capped at 2^20). A stream holds
     two descriptors, the client's and the backend's, and the soft limit many service
-    managers start a process with (1,024) would end the gateway at ~400 streams."""
+    managers start a process with (1,024) leaves room for only a few hundred."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     target = _MAX_FDS if hard == resource.RLIM_INFINITY else min(hard, _MAX_FDS)
     if soft != resource.RLIM_INFINITY and soft < target:
