@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import deque
 from typing import Callable
 from urllib.parse import unquote
 
 import httptools
 
-from ..errors import Reason, envelope
+from ..errors import Reason
 from ..writes import batch_for
-from .cycle import RequestCycle, status_line, wake
+from .cycle import RequestCycle, wake
+from .refusals import Refused, error_response
 
 log = logging.getLogger("tokenward.http")
 
@@ -41,25 +41,6 @@ HIGH_WATER = 65536
 # The edge stage's finer limits (edge.max_header_bytes) apply below it, with reason codes.
 MAX_HEAD_BYTES = 65536
 _ASGI = {"version": "3.0", "spec_version": "2.3"}
-
-
-class _Refused(Exception):
-    """Raised from a parser callback: answer with ``reason`` and read no more of the connection."""
-
-    def __init__(self, reason: Reason, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-        self.message = message
-
-
-def _error_response(reason: Reason, message: str, extra: bytes = b"") -> bytes:
-    """OpenAI's error envelope, as every refusal is, with a request id of its own: the app
-    never saw this request, so the server names it (``req_srv_...``)."""
-    body = envelope(reason, message)
-    return (status_line(reason.status) + b"content-type: application/json\r\nx-request-id: req_srv_%s\r\n"
-            b"%sconnection: close\r\ncontent-length: %d\r\n\r\n%s"
-            % (os.urandom(8).hex().encode(), extra, len(body), body))
-
 
 
 class ServerState:
@@ -129,7 +110,7 @@ class HttpConnection(asyncio.Protocol):
             # Answered at once, not parsed: its descriptor is back within this loop pass.
             state.turned_away += 1
             self.refused = True
-            transport.write(_error_response(Reason.too_many_connections,
+            transport.write(error_response(Reason.too_many_connections,
                                             "this gateway holds all the connections it may; retry shortly",
                                             b"retry-after: 1\r\n"))
             transport.close()
@@ -172,7 +153,7 @@ class HttpConnection(asyncio.Protocol):
                 cycle.keep_alive = False
         except httptools.HttpParserError as exc:
             refused = exc.__context__
-            if isinstance(refused, _Refused):
+            if isinstance(refused, Refused):
                 self._reject(refused.reason, refused.message)
             else:
                 self._reject(Reason.malformed_request, f"invalid HTTP request: {str(exc)[:200]}")
@@ -211,11 +192,11 @@ class HttpConnection(asyncio.Protocol):
             if value.strip().lower() != b"chunked":
                 # The parser would take "gzip, chunked" as chunked and hand on a body still
                 # gzip-coded, and read an unknown coding's body to the end of the connection.
-                raise _Refused(Reason.transfer_encoding_unsupported,
+                raise Refused(Reason.transfer_encoding_unsupported,
                                "a Transfer-Encoding other than chunked is not supported")
             if self.parser.get_http_version() == "1.0":
                 # HTTP/1.0 has no transfer codings: RFC 9112 calls such framing faulty.
-                raise _Refused(Reason.malformed_request, "Transfer-Encoding in an HTTP/1.0 request")
+                raise Refused(Reason.malformed_request, "Transfer-Encoding in an HTTP/1.0 request")
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
@@ -324,7 +305,7 @@ class HttpConnection(asyncio.Protocol):
     def _abandon(self, cycle: RequestCycle, reason: Reason, message: str) -> None:
         # The head is written with the first body bytes: until then a 500 can still replace it.
         if (not cycle.started or cycle.head is not None) and not self.transport.is_closing():
-            self.write(_error_response(reason, message))
+            self.write(error_response(reason, message))
         cycle.complete = True
         self.close()
 
@@ -356,7 +337,7 @@ class HttpConnection(asyncio.Protocol):
         cycle = self.cycle
         if cycle is not None and not cycle.started:
             cycle.started = True  # nothing else may answer now
-            self.write(_error_response(Reason.request_timeout, "the request body stopped arriving"))
+            self.write(error_response(Reason.request_timeout, "the request body stopped arriving"))
         self.close()
 
     def _reject(self, reason: Reason, message: str) -> None:
@@ -373,7 +354,7 @@ class HttpConnection(asyncio.Protocol):
                 # reason, and the app, wherever it is in the request, sees the client gone, so
                 # its own answer (it may be about to send one) has nowhere to go.
                 cycle.started = True
-                self.write(_error_response(reason, message))
+                self.write(error_response(reason, message))
                 cycle.lost()
             self.close()
         else:
@@ -383,7 +364,7 @@ class HttpConnection(asyncio.Protocol):
                 # first, the last of them with the connection's close; those bytes are not.
                 pending[-1].keep_alive = False
             else:
-                self.write(_error_response(reason, message))
+                self.write(error_response(reason, message))
                 self.close()
         if not self.transport.is_closing():
             self.pause_reading()
