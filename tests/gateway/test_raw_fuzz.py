@@ -17,6 +17,7 @@ import pytest
 from tests.fuzzing import mutate
 from tests.support import chat
 
+
 def _requests(key: str) -> list[bytes]:
     body = orjson.dumps(chat(max_tokens=5))
     head = (b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\nauthorization: Bearer " + key.encode()
@@ -26,20 +27,24 @@ def _requests(key: str) -> list[bytes]:
 
 
 async def _exchange(port: int, raw: bytes, half_close: bool) -> bytes | None:
-    """What came back within 0.5 s (a kept-alive connection stays open after its answer);
-    None if nothing came and the connection stayed open, waiting for more of the request."""
+    """What came back: up to 2 s for the first bytes, then until the connection closes or
+    stays quiet for 0.3 s (a kept-alive connection stays open after its answer). None if
+    nothing came: the request is incomplete and the server is right to wait for the rest."""
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     received = b""
     try:
         writer.write(raw)
         if half_close:
             writer.write_eof()
-        async with asyncio.timeout(0.5):
-            while chunk := await reader.read(65536):
-                received += chunk
+        async with asyncio.timeout(2.0):
+            received = await reader.read(65536)
+        if received:
+            async with asyncio.timeout(0.3):
+                while chunk := await reader.read(65536):
+                    received += chunk
     except TimeoutError:
         if not received:
-            return None   # an incomplete request: the server is right to wait
+            return None
     finally:
         writer.close()
     return received
