@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import cProfile
 import io
+import itertools
 import os
 import pstats
 import sys
@@ -135,11 +136,16 @@ async def run(args) -> None:
         raw["upstreams"]["bench"]["base_url"] = "http://127.0.0.1:9/v1"
         if args.store:
             raw["store"]["url"] = args.store
+        if args.deterministic:   # no key-cache refresh that depends on how fast the loop runs
+            raw["keystore"]["cache_ttl_s"] = 3600.0
         raw["logging"]["decisions"] = os.path.join(tmp, "decisions.jsonl")
         raw["keystore"]["url"] = f"sqlite:///{tmp}/keys.db"
         config_path = Path(tmp) / "gateway.yaml"
         config_path.write_text(yaml.safe_dump(raw))
         gateway = Gateway(load_config(config_path))
+        if args.deterministic:   # budgets see a clock that moves 1 ms per reading, not the host's
+            ticks = itertools.count(1_800_000_000_000)
+            gateway.services.extras["clock"] = lambda: next(ticks) / 1000
         await gateway.startup()
         try:
             await measure(gateway, args, config_path)
@@ -234,6 +240,8 @@ def main() -> None:
                         help="bench/<name>.yaml: the plan and store of that pipeline")
     parser.add_argument("--store", help="store.url instead of the config's (e.g. unix:///tmp/redis.sock)")
     parser.add_argument("--concurrency", type=int, default=1, help="requests in flight at once (tasks)")
+    parser.add_argument("--deterministic", action="store_true",
+                        help="a budget clock that ticks per reading and no key-cache refresh (bench/instructions.py)")
     args = parser.parse_args()
     import uvloop
 

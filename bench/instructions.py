@@ -25,7 +25,7 @@ BENCH_DIR = Path(__file__).resolve().parent
 
 def _count(requests: int, args: argparse.Namespace, workdir: Path) -> int:
     argv = [sys.executable, str(BENCH_DIR / "inproc.py"), "--config", args.config,
-            "--requests", str(requests), "--repeat", "1"]
+            "--requests", str(requests), "--repeat", "1", "--deterministic"]
     if args.stages:
         argv += ["--stages", args.stages]
     if args.store:
