@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402
     BENCH_DIR, GATEWAY_CPU, LOAD_CPU, POST_LUA, PYTHON, BenchError, Procs, children_cpu, cpu_busy, machine, post_when_up,
-    pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet,
+    pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet, run_main,
 )
 
 CHAT = "/v1/chat/completions"
@@ -186,8 +186,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as exc:
-        print(f"candidates failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main, "candidates")

@@ -47,6 +47,15 @@ class BenchError(RuntimeError):
     pass
 
 
+def run_main(main, name: str) -> None:
+    """Run a script's ``main``; a BenchError is one line on stderr and exit status 1."""
+    try:
+        main()
+    except BenchError as exc:
+        print(f"{name} failed: {exc}", file=sys.stderr)
+        sys.exit(1)
+
+
 class Proc:
     """A child in its own process group, pinned with taskset, output in files."""
 

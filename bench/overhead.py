@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402
     BENCH_DIR, GATEWAY_CPU, LOAD_CPU, PYTHON, BenchError, Proc, Procs, children_cpu, cpu_busy, http_post, machine, post_when_up,
-    pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet,
+    pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet, run_main,
 )
 from nginx_ref import start_nginx  # noqa: E402
 from profile_gateway import profile_during  # noqa: E402
@@ -446,8 +446,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as exc:
-        print(f"benchmark failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main, "benchmark")

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import BenchError, Procs, raise_fd_limit, require, run_wrk  # noqa: E402
+from harness import Procs, raise_fd_limit, require, run_wrk, run_main  # noqa: E402
 from overhead import CHAT, left_in_redis, probe, start_backend, start_gateway, start_redis, write_config  # noqa: E402
 
 
@@ -71,8 +71,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as exc:
-        print(f"soak failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main, "soak")

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402
     BENCH_DIR, GATEWAY_CPU, PYTHON, BenchError, Procs, machine, post_when_up, raise_fd_limit, require, run_wrk,
-    set_priority,
+    set_priority, run_main,
 )
 from overhead import CHAT, PROBE_BODY, probe, start_backend, write_config  # noqa: E402
 
@@ -113,8 +113,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except BenchError as exc:
-        print(f"variants failed: {exc}", file=sys.stderr)
-        sys.exit(1)
+    run_main(main, "variants")
