@@ -19,6 +19,8 @@ import msgspec
 import yaml
 
 from candidate_proxy import LeanClient
+from tokenward.budget import policy
+from tokenward.budget.store import ReserveCall, SettleCall
 
 BENCH_DIR = Path(__file__).resolve().parent
 
@@ -54,9 +56,6 @@ class LeanBudgetClient(LeanClient):
         self.ids = itertools.count(1)
 
     async def post(self, path: str, body: bytes) -> tuple[int, bytes, bytes]:
-        from tokenward.budget import policy
-        from tokenward.budget.store import ReserveCall, SettleCall
-
         request = self.decode(body)
         prompt = sum(len(self.encoding.encode(m["content"])) for m in request["messages"])
         tokens = prompt + request.get("max_tokens", self.plan.max_output_tokens)
