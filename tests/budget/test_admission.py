@@ -386,3 +386,55 @@ async def test_warm_loads_the_scripts_and_a_dead_store_does_not_stop_start_up(re
     decision = await admit(dead)
     assert not decision.admitted and decision.reason is Reason.budget_store_unavailable
     await dead.close()
+
+
+async def test_settles_of_one_loop_pass_go_to_redis_in_one_round_trip(redis_server, clock):
+    from tokenward.budget.redis import RedisStore
+
+    store = RedisStore(redis_server.url, timeout_s=1.0)
+    admitter = Admitter(config(), store, clock=clock)
+    held = [await admit(admitter, tenant="hooli", tokens=100) for _ in range(8)]
+    ns = tenant_namespace("tw", "hooli")
+    assert await store.open_reservations(ns + ":leases") == 8
+    before = store.round_trips
+    assert all(admitter.settle_soon(d.ticket, 40, 0, policy.SETTLE) for d in held)
+    assert not admitter.settle_soon(held[0].ticket, 40, 0, policy.SETTLE)        # once per ticket
+    assert store.round_trips == before                                          # nothing sent yet
+    for _ in range(20):
+        await asyncio.sleep(0)
+        if not admitter._background and store.round_trips > before:
+            break
+    assert store.round_trips == before + 1                                      # eight settles, one trip
+    assert await store.open_reservations(ns + ":leases") == 0
+    level, _ = await store.value(ns + ":b:tokens")
+    assert level == (100_000 - 8 * 40) * SCALE                                  # each refunded to the token
+    await admitter.close()
+
+
+async def test_close_sends_the_settles_still_waiting_for_the_loop(redis_server, clock):
+    from tokenward.budget.redis import RedisStore
+
+    store = RedisStore(redis_server.url, timeout_s=1.0)
+    admitter = Admitter(config(), store, clock=clock)
+    decision = await admit(admitter, tenant="hooli", tokens=100)
+    admitter.settle_soon(decision.ticket, 0, 0, policy.SETTLE)
+    await admitter.close()                           # before the loop ran the batch
+    check = RedisStore(redis_server.url, timeout_s=1.0)
+    assert await check.open_reservations(tenant_namespace("tw", "hooli") + ":leases") == 0
+    await check.close()
+
+
+async def test_a_batched_settle_that_fails_is_retried_by_the_keeper(clock):
+    flaky = Flaky()
+    admitter = Admitter(config(), flaky, clock=clock, breaker=Breaker(clock=lambda: clock.now))
+    decision = await admit(admitter, tenant="hooli", tokens=100)
+    flaky.down = True
+    assert admitter.settle_soon(decision.ticket, 10, 0, policy.SETTLE)
+    while admitter._background or admitter._settles:
+        await asyncio.sleep(0)
+    assert len(admitter.keeper.pending) == 1                                    # kept, not lost
+    flaky.down = False
+    clock.advance(5)
+    await admitter.keeper.tick()
+    assert not admitter.keeper.pending
+    assert await flaky.inner.open_reservations(tenant_namespace("tw", "hooli") + ":leases") == 0

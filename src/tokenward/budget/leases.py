@@ -58,22 +58,34 @@ class Guarded:
 
     async def call(self, method: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Call a store method (after ``allow()``), telling the breaker how it went."""
-        breaker = self.breaker
-        if breaker is None:
+        if self.breaker is None:
             return await method(*args)
         try:
             result = await method(*args)
         except StoreUnavailable as exc:
-            if getattr(exc, "node_local", False):
-                breaker.abandon()   # one cluster node: it has a breaker of its own
-            else:
-                breaker.failure()
+            self.failed(exc)
             raise
         except BaseException:
-            breaker.abandon()   # a cancelled probe must not hold the breaker open forever
+            self.abandoned()
             raise
-        breaker.success()
+        self.succeeded()
         return result
+
+    # What ``call`` tells the breaker, for a hot path that awaits the store itself.
+    def succeeded(self) -> None:
+        if self.breaker is not None:
+            self.breaker.success()
+
+    def failed(self, exc: StoreUnavailable) -> None:
+        if self.breaker is not None:
+            if getattr(exc, "node_local", False):
+                self.breaker.abandon()   # one cluster node: it has a breaker of its own
+            else:
+                self.breaker.failure()
+
+    def abandoned(self) -> None:
+        if self.breaker is not None:
+            self.breaker.abandon()   # a cancelled probe must not hold the breaker open forever
 
 
 class LeaseKeeper:

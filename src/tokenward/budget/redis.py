@@ -90,9 +90,17 @@ class _ReserveWire:
         self.pack_amounts = _pack_amounts[n]
 
 
-def _ascii_bulks(values: tuple) -> bytes:
-    """Several bulk strings at once; only for ASCII values (numbers, modes, reservation ids)."""
-    return "".join([f"${len(v)}\r\n{v}\r\n" for v in map(str, values)]).encode()
+def _reserve_args(now_ms: int, rid: str, until_ms: int) -> bytes:
+    """ARGV 1-3 of reserve.lua as bulk strings (ASCII: numbers and a hex id), one f-string."""
+    now, until = str(now_ms), str(until_ms)
+    return f"${len(now)}\r\n{now}\r\n${len(rid)}\r\n{rid}\r\n${len(until)}\r\n{until}\r\n".encode()
+
+
+def _settle_args(call: SettleCall) -> bytes:
+    """ARGV 1-5 of settle.lua as bulk strings (ASCII: numbers, a mode letter, a hex id)."""
+    now, tokens, cost, mode, rid = str(call.now_ms), str(call.tokens), str(call.cost), call.mode, call.reservation_id
+    return (f"${len(now)}\r\n{now}\r\n${len(tokens)}\r\n{tokens}\r\n${len(cost)}\r\n{cost}\r\n"
+            f"${len(mode)}\r\n{mode}\r\n${len(rid)}\r\n{rid}\r\n").encode()
 
 
 def _wire(layout: Layout) -> _ReserveWire:
@@ -105,12 +113,12 @@ def _wire(layout: Layout) -> _ReserveWire:
 def _pack_reserve(call: ReserveCall) -> bytes:
     wire = _wire(call.layout)
     amounts = wire.pack_amounts(*call.amounts)
-    return b"".join((wire.reserve_head, _ascii_bulks((call.now_ms, call.reservation_id, call.lease_until_ms)),
+    return b"".join((wire.reserve_head, _reserve_args(call.now_ms, call.reservation_id, call.lease_until_ms),
                      wire.reserve_tail, b"$%d\r\n%b\r\n" % (len(amounts), amounts), wire.fields))
 
 
 def _pack_settle(call: SettleCall) -> bytes:
-    args = _ascii_bulks((call.now_ms, call.tokens, call.cost, call.mode, call.reservation_id))
+    args = _settle_args(call)
     layout = call.layout
     if layout is not None and isinstance(layout.wire, _ReserveWire):
         wire = layout.wire

@@ -67,13 +67,14 @@ def pack(*args: object) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(map(_bulk, args))
 
 
-def _check(replies: list) -> list:
+def _error_in(replies: list) -> Exception | None:
+    """The exception an exchange raises for its replies: the first error reply, if any."""
     for reply in replies:
         if isinstance(reply, hiredis.ReplyError):
             if str(reply).startswith("NOSCRIPT"):
-                raise ScriptMissing(str(reply))
-            raise StoreUnavailable(f"budget store: error reply: {reply}")
-    return replies
+                return ScriptMissing(str(reply))
+            return StoreUnavailable(f"budget store: error reply: {reply}")
+    return None
 
 
 class _Protocol(asyncio.Protocol):
@@ -88,7 +89,8 @@ class _Protocol(asyncio.Protocol):
 
     def __init__(self, timeout_s: float) -> None:
         self.reader = hiredis.Reader()
-        self.waiters: collections.deque[tuple[asyncio.Future, int, list, float]] = collections.deque()
+        # (future, replies expected, replies so far, sent at, error replies raised?)
+        self.waiters: collections.deque[tuple[asyncio.Future, int, list, float, bool]] = collections.deque()
         self.transport: asyncio.Transport | None = None
         self.lost: BaseException | None = None
         self.timeout_s = timeout_s
@@ -114,12 +116,16 @@ class _Protocol(asyncio.Protocol):
                 return
             if reply is False:
                 return
-            fut, count, replies, _ = waiters[0]
+            fut, count, replies, _, checked = waiters[0]
             replies.append(reply)
             if len(replies) == count:
                 waiters.popleft()
                 if not fut.done():   # a cancelled waiter still owns its replies
-                    fut.set_result(replies)
+                    error = _error_in(replies) if checked else None
+                    if error is None:
+                        fut.set_result(replies)
+                    else:
+                        fut.set_exception(error)
 
     def connection_lost(self, exc: BaseException | None) -> None:
         if self.lost is None:
@@ -137,11 +143,13 @@ class _Protocol(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    def send(self, payload: bytes, count: int) -> asyncio.Future:
+    def send(self, payload: bytes, count: int, checked: bool = True) -> asyncio.Future:
+        """The replies to ``payload``'s ``count`` commands, in a future; with ``checked``, an
+        error reply fails it (ScriptMissing for NOSCRIPT, else StoreUnavailable)."""
         loop = self._loop
         fut = loop.create_future()
         now = loop.time()
-        self.waiters.append((fut, count, [], now))
+        self.waiters.append((fut, count, [], now, checked))
         if self._watch is None:
             self._watch = loop.call_at(now + self.timeout_s, self._check)
         if not self._out:
@@ -188,18 +196,24 @@ class RespClient:
     def params(self) -> dict[str, Any]:
         return self._params
 
-    async def exchange(self, payload: bytes, count: int) -> list:
+    def exchange(self, payload: bytes, count: int) -> Awaitable[list]:
+        """The replies (awaitable). Connected, that is the future itself: no coroutine frame
+        of its own between the caller and the socket."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
-            protocol = await self._connected()
-        return _check(await protocol.send(payload, count))
+            return self._exchange_connecting(payload, count, True)
+        return protocol.send(payload, count)
 
-    async def exchange_raw(self, payload: bytes, count: int) -> list:
+    def exchange_raw(self, payload: bytes, count: int) -> Awaitable[list]:
         """Like ``exchange``, but error replies are returned, not raised."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
-            protocol = await self._connected()
-        return await protocol.send(payload, count)
+            return self._exchange_connecting(payload, count, False)
+        return protocol.send(payload, count, checked=False)
+
+    async def _exchange_connecting(self, payload: bytes, count: int, checked: bool) -> list:
+        protocol = await self._connected()
+        return await protocol.send(payload, count, checked)
 
     async def _connected(self) -> _Protocol:
         try:
@@ -225,7 +239,7 @@ class RespClient:
         if params.get("db"):
             setup.append(pack(b"SELECT", params["db"]))
         if setup:
-            _check(await protocol.send(b"".join(setup), len(setup)))
+            await protocol.send(b"".join(setup), len(setup))   # an error reply raises
         self._protocol = protocol
         return protocol
 

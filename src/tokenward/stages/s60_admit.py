@@ -145,14 +145,14 @@ class AdmissionStage(BaseStage):
         return (model if isinstance(model, str) else None), limit, _int(n)
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
-        await self._settle(ctx, usage, backend_saw_it=True)
+        self._settle(ctx, usage, backend_saw_it=True)
 
     async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
         usage = exit.usage if exit.usage is not None else ctx.usage
         saw_it = exit.kind is not ExitKind.REJECTED and (ctx.upstream_status is not None or ctx.deciding_stage == "forward")
-        await self._settle(ctx, usage, backend_saw_it=saw_it)
+        self._settle(ctx, usage, backend_saw_it=saw_it)
 
-    async def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
+    def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
         reservation = ctx.reservation
         if reservation is None:
             return
@@ -172,7 +172,7 @@ class AdmissionStage(BaseStage):
             tokens, cost, mode = reservation.tokens, reservation.cost_units, policy.FULL
         else:
             tokens, cost, mode = 0, 0, policy.SETTLE
-        await self.admitter.settle(ticket, tokens, cost, mode)
+        self.admitter.settle_soon(ticket, tokens, cost, mode)
         if isinstance(record, dict):
             charged = tokens if mode == policy.SETTLE else reservation.tokens
             record["actual"] = tokens if mode == policy.SETTLE else None
