@@ -22,7 +22,6 @@ from .observe.decision_log import build_record
 from .observe.metrics import METRICS, send_metrics
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
-from .pipeline.stage import Exit
 from .services import Services
 from .upstream.forward import Forwarder
 
@@ -40,13 +39,16 @@ class Gateway:
         self._forwarder: Forwarder | None = None
         self._models = ModelList(config)
         self._metrics_public = config.server.expose_metrics
+        self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json")
+                                    + (("/metrics",) if config.server.expose_metrics else ()))
         self._loop: asyncio.AbstractEventLoop | None = None
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
-        self.runner = Runner(self.services.stages, self._forward, self._respond_refusal, self._finish)
+        self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
+                             routes={"/v1/models": self._models})
         if self._freeze_gc:
             # What start-up built lives as long as the process: keep it out of every GC pass.
             gc.collect()
@@ -61,36 +63,14 @@ class Gateway:
         await self.services.stop()
 
     async def __call__(self, scope: dict, receive, send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            await self._http(scope, receive, send)
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
-
-    async def _http(self, scope: dict, receive, send) -> None:
+        # HTTP handled here, not in a helper: one coroutine frame less under every await
+        # of a request (each suspension and resumption passes through every frame).
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
+            return
         path = scope["path"]
-        if path == "/healthz":
-            await send_json(send, 200, HEALTHY, self._next_id().encode())
-            return
-        if path == "/openapi.json" and scope["method"] == "GET":
-            from .http.openapi import openapi_document
-
-            await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
-            return
-        if path == "/readyz":
-            ready = self.runner is not None and self.services.ready
-            await send_json(send, 200 if ready else 503, HEALTHY if ready else STARTING, self._next_id().encode())
-            return
-        if path == "/metrics" and self._metrics_public:
-            await send_metrics(send)
-            return
-        if path.startswith("/admin/"):
-            admin = self.services.extras.get("admin")
-            if admin is None:
-                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} is not served by this gateway"),
-                                   self._next_id().encode())
-            else:
-                await admin(scope, receive, send)
+        if (path in self._own_paths or path.startswith("/admin/")) and await self._own(path, scope, receive, send):
             return
         runner = self.runner
         if runner is None:
@@ -111,10 +91,30 @@ class Gateway:
                 return
             raise
 
-    async def _forward(self, ctx: RequestContext) -> Exit:
-        if ctx.route.path == "/v1/models":
-            return await self._models(ctx)
-        return await self._forwarder(ctx)
+    async def _own(self, path: str, scope: dict, receive, send) -> bool:
+        """The gateway's own routes: health, readiness, OpenAPI, metrics, admin. False: not
+        one of them after all (the pipeline answers it)."""
+        if path == "/healthz":
+            await send_json(send, 200, HEALTHY, self._next_id().encode())
+        elif path == "/openapi.json":
+            if scope["method"] != "GET":
+                return False
+            from .http.openapi import openapi_document
+
+            await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
+        elif path == "/readyz":
+            ready = self.runner is not None and self.services.ready
+            await send_json(send, 200 if ready else 503, HEALTHY if ready else STARTING, self._next_id().encode())
+        elif path == "/metrics":
+            await send_metrics(send)
+        else:
+            admin = self.services.extras.get("admin")
+            if admin is None:
+                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} is not served by this gateway"),
+                                   self._next_id().encode())
+            else:
+                await admin(scope, receive, send)
+        return True
 
     async def _respond_refusal(self, ctx: RequestContext, refusal: Refusal) -> None:
         await send_refusal(ctx.send, refusal, ctx.request_id.encode())

@@ -18,6 +18,11 @@ CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
 _NO_BODY_STATUS = frozenset((204, 304))
 _FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
+# Names the gateway itself writes on most responses, exactly as spelled here: none is a
+# framing header in any case, so ``_head`` need not lower-case them (~0.1 us a header).
+_ORDINARY = frozenset((b"content-type", b"x-request-id", b"cache-control", b"retry-after", b"x-should-retry",
+                       b"x-ratelimit-limit-tokens", b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-tokens",
+                       b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-tokens", b"x-ratelimit-reset-requests"))
 _DISCONNECT = {"type": "http.disconnect"}
 
 
@@ -143,6 +148,9 @@ class RequestCycle:
         parts = [status_line(status)]
         length_given = False
         for name, value in headers:
+            if name in _ORDINARY:
+                parts += (name, b": ", value, b"\r\n")
+                continue
             lname = name.lower()
             if lname in _FRAMING:
                 if lname == b"content-length":

@@ -267,8 +267,18 @@ class HttpConnection(asyncio.Protocol):
                         await self.next_waiter
                         continue
                 self.busy = True
+                # The app is awaited here rather than in a helper: every await below it
+                # passes through one coroutine frame less each time it suspends and resumes.
                 try:
-                    await self._run(cycle)
+                    await self.state.app(cycle.scope, cycle.receive, cycle.send)
+                except BaseException as exc:  # noqa: BLE001 - the server must outlive any app failure
+                    if not isinstance(exc, (asyncio.CancelledError, Exception)):
+                        raise
+                    self._app_failed(cycle, exc)
+                else:
+                    if not cycle.complete and not cycle.disconnected:
+                        log.error("the application returned without completing its response")
+                        self._abandon(cycle, Reason.internal_error, "internal error")
                 finally:
                     self.busy = False
                 if self.cycle is cycle:  # ended without completing its response
@@ -281,25 +291,16 @@ class HttpConnection(asyncio.Protocol):
         waiter, self.next_waiter = self.next_waiter, None
         wake(waiter)
 
-    async def _run(self, cycle: RequestCycle) -> None:
-        try:
-            await self.state.app(cycle.scope, cycle.receive, cycle.send)
-        except BaseException as exc:  # noqa: BLE001 - the server must outlive any app failure
-            if not isinstance(exc, (asyncio.CancelledError, Exception)):
-                raise
-            if isinstance(exc, asyncio.CancelledError):
-                task = asyncio.current_task()
-                if task is not None and task.cancelling():
-                    task.uncancel()  # the request was cancelled, not the connection's worker
-                if not cycle.disconnected:  # cut off by a shutdown past its grace period
-                    self._abandon(cycle, Reason.shutting_down, "the server is shutting down")
-                return
-            if not cycle.disconnected:
-                log.error("unhandled error in the application", exc_info=exc)
-                self._abandon(cycle, Reason.internal_error, "internal error")
+    def _app_failed(self, cycle: RequestCycle, exc: BaseException) -> None:
+        if isinstance(exc, asyncio.CancelledError):
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                task.uncancel()  # the request was cancelled, not the connection's worker
+            if not cycle.disconnected:  # cut off by a shutdown past its grace period
+                self._abandon(cycle, Reason.shutting_down, "the server is shutting down")
             return
-        if not cycle.complete and not cycle.disconnected:
-            log.error("the application returned without completing its response")
+        if not cycle.disconnected:
+            log.error("unhandled error in the application", exc_info=exc)
             self._abandon(cycle, Reason.internal_error, "internal error")
 
     def _abandon(self, cycle: RequestCycle, reason: Reason, message: str) -> None:

@@ -30,9 +30,11 @@ Finish = Callable[[RequestContext], None]
 
 class Runner:
     def __init__(self, stages: Sequence[Stage], forward: Forward,
-                 respond_refusal: RespondRefusal, finish: Finish) -> None:
+                 respond_refusal: RespondRefusal, finish: Finish, routes: dict[str, Forward] | None = None) -> None:
         self._stages = tuple((stage, stage.name, stage.holds) for stage in stages)
         self._forward = forward
+        # routes answered by the gateway itself after admission (path -> handler), not forwarded
+        self._routes = routes or {}
         self._respond_refusal = respond_refusal
         self._finish = finish
         self.release_failures = 0
@@ -42,11 +44,15 @@ class Runner:
         current = "forward"
         try:
             ctx.lifecycle.move(State.ADMITTING)
+            timings = ctx.timings
+            t0 = perf_counter_ns()
             for stage, name, holds in self._stages:
                 current = name
-                t0 = perf_counter_ns()
                 refusal = await stage.admit(ctx)
-                ctx.timings.append((name, perf_counter_ns() - t0))
+                # one clock reading per boundary: a stage ends where the next one starts
+                t1 = perf_counter_ns()
+                timings.append((name, t1 - t0))
+                t0 = t1
                 if refusal is not None:
                     await self._refuse(ctx, held, name, refusal)
                     return
@@ -55,9 +61,9 @@ class Runner:
             if ctx.lifecycle.state is State.ADMITTING:
                 ctx.lifecycle.move(State.FORWARDING)
             current = "forward"
-            t0 = perf_counter_ns()
-            exit = await self._forward(ctx)
-            ctx.timings.append(("forward", perf_counter_ns() - t0))
+            route = ctx.route
+            exit = await self._routes.get(route.path if route is not None else "", self._forward)(ctx)
+            timings.append(("forward", perf_counter_ns() - t0))
         except Refusal as refusal:
             # Raised from code below a stage (a store call, the body reader).
             await self._refuse(ctx, held, ctx.deciding_stage or current, refusal)
