@@ -206,6 +206,8 @@ async def measure(gateway, args, config_path: Path) -> None:
         for _ in range(args.requests):
             await one_request(gateway, scope, body, [])
         profiler.disable()
+        if args.profile_out:
+            profiler.dump_stats(args.profile_out)
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
         print(out.getvalue())
@@ -234,6 +236,7 @@ def main() -> None:
     parser.add_argument("--stages", help="only these pipeline slots (default: every registered stage)")
     parser.add_argument("--stream-chunks", type=int, default=0)
     parser.add_argument("--profile", action="store_true")
+    parser.add_argument("--profile-out", help="with --profile: also write the pstats data here")
     parser.add_argument("--without", help="price parts by switching them off: watch,record,metrics,timings")
     parser.add_argument("--top", type=int, default=30)
     parser.add_argument("--config", choices=("foundation", "full"), default="foundation",
