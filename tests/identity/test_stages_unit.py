@@ -9,6 +9,7 @@ from tokenward.config.loader import effective_plan, parse_config
 from tokenward.errors import Refusal
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Principal
+from tokenward.stages.peek import decode_peek
 from tokenward.stages.s20_identity import _credential, _end_user
 from tokenward.stages.s30_entitlement import EntitlementStage
 
@@ -101,8 +102,11 @@ def test_credentials_are_read_from_authorization_or_x_api_key_only():
 
 
 def test_end_user_label_is_a_short_string_or_nothing():
-    assert _end_user(b'{"user": "alice"}') == "alice"
-    assert _end_user(b'{"user": 5}') is None
-    assert _end_user(b'{"user": "' + b"x" * 300 + b'"}') is None
-    assert _end_user(b"{broken") is None
-    assert _end_user(b'{"user": "a", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None
+    def end_user(body: bytes) -> str | None:
+        return _end_user(decode_peek(body))
+
+    assert end_user(b'{"user": "alice"}') == "alice"
+    assert end_user(b'{"user": 5}') is None
+    assert end_user(b'{"user": "' + b"x" * 300 + b'"}') is None
+    assert end_user(b"{broken") is None
+    assert end_user(b'{"user": "a", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}") is None

@@ -20,7 +20,7 @@ Header = tuple[bytes, bytes]
 class RequestContext:
     __slots__ = (
         "request_id", "method", "path", "headers", "receive", "send", "started_ns",
-        "lifecycle", "route", "body", "payload", "model", "stream",
+        "lifecycle", "route", "body", "payload", "peek", "model", "stream",
         "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
         "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
         "reason", "status", "notes", "disconnect",
@@ -40,6 +40,8 @@ class RequestContext:
         self.body: bytes = b""
         # The request body decoded once, by whichever stage needs it first.
         self.payload: dict | None = None
+        # The stages' lenient look at the body before validation (stages/peek.py), cached.
+        self.peek: Any = None
         self.model: str | None = None
         self.stream = False
         self.principal: Any = None

@@ -21,6 +21,7 @@ from ..identity.jwt import JwtVerifier, TokenRejected
 from ..identity.wiring import open_identity, tenant_plans
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
+from .peek import BodyPeek, body_peek
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -31,13 +32,6 @@ MALFORMED = Refusal(Reason.invalid_credentials, "invalid credentials")
 CONFLICTING = Refusal(Reason.invalid_credentials, "Authorization and x-api-key carry different credentials")
 MAX_END_USER_CHARS = 256
 MAX_JWT_CACHE = 10_000
-
-
-class _UserPeek(msgspec.Struct):
-    user: object = None
-
-
-_peek_user = msgspec.json.Decoder(_UserPeek).decode
 
 
 def _credential(headers: list[tuple[bytes, bytes]]) -> str | None | Refusal:
@@ -56,11 +50,8 @@ def _credential(headers: list[tuple[bytes, bytes]]) -> str | None | Refusal:
     return raw.decode("latin-1") if raw else ""
 
 
-def _end_user(body: bytes) -> str | None:
-    try:
-        user = _peek_user(body).user
-    except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-        return None  # validation names the body's problem precisely (json_too_deep, ...)
+def _end_user(peek: BodyPeek | None) -> str | None:
+    user = peek.user if peek is not None else None
     return user if isinstance(user, str) and 0 < len(user) <= MAX_END_USER_CHARS else None
 
 
@@ -90,7 +81,7 @@ class IdentityStage(BaseStage):
         if result.__class__ is Refusal:
             return result
         if ctx.body:
-            end_user = _end_user(ctx.body)
+            end_user = _end_user(body_peek(ctx))
             if end_user is not None:
                 result = msgspec.structs.replace(result, end_user=end_user)
         ctx.principal = result

@@ -1,7 +1,7 @@
 """Entitlement: which fields this caller may set, per the tenant's plan and the key's scope.
 
-Runs before validation, so it reads the body through a lenient peek of just the fields it
-decides on. A body that does not fit even that peek is admitted here: the strict schema
+Runs before validation, so it reads the body through the lenient peek of ``peek.py``
+(decoded once, shared with identity). A body that does not fit even that peek is admitted here: the strict schema
 in validation refuses it with the precise error. Decisions:
 
 - model in the plan (``model_not_entitled``) and in the key's scope (``key_scope_denied``);
@@ -29,57 +29,13 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
+from .peek import VLLM_FIELDS, BodyPeek, body_peek
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
-# vLLM's request fields beyond OpenAI's API (sampling, guided decoding, templating).
-VLLM_FIELDS = (
-    "use_beam_search", "top_k", "min_p", "repetition_penalty", "length_penalty", "stop_token_ids",
-    "include_stop_str_in_output", "ignore_eos", "min_tokens", "skip_special_tokens",
-    "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
-    "prompt_logprobs", "add_generation_prompt", "continue_final_message", "add_special_tokens",
-    "documents", "chat_template", "chat_template_kwargs", "mm_processor_kwargs", "guided_json",
-    "guided_regex", "guided_choice", "guided_grammar", "guided_decoding_backend",
-    "guided_whitespace_pattern", "structured_outputs", "priority", "return_tokens_as_token_ids",
-    "logits_processors", "vllm_xargs", "kv_transfer_params", "cache_salt", "structural_tag",
-    "return_token_ids", "request_id", "prompt_embeds",
-)
-
-
-class _Name(msgspec.Struct):
-    name: object = None
-
-
-class _Tool(msgspec.Struct):
-    type: object = None
-    function: _Name | None = None
-    custom: _Name | None = None
-
-
-class _Message(msgspec.Struct):
-    role: object = None
-
-
-class _ResponseFormat(msgspec.Struct):
-    type: object = None
-
-
-# vLLM fields come last: one tuple comparison tells whether any of them is present.
-_Peek = msgspec.defstruct("_Peek", [
-    ("model", object, None),
-    ("messages", "list[_Message] | None", None),
-    ("tools", "list[_Tool] | None", None),
-    ("functions", "list[_Name] | None", None),
-    ("response_format", "_ResponseFormat | None", None),
-    ("best_of", object, None),
-    ("logprobs", object, None),
-    ("top_logprobs", object, None),
-    *((name, object, None) for name in VLLM_FIELDS),
-], module=__name__)
-_peek = msgspec.json.Decoder(_Peek).decode
-_FIRST_VLLM = len(_Peek.__struct_fields__) - len(VLLM_FIELDS)
+_FIRST_VLLM = len(BodyPeek.__struct_fields__) - len(VLLM_FIELDS)
 _NO_VLLM = (None,) * len(VLLM_FIELDS)
 _astuple = msgspec.structs.astuple
 _decode = msgspec.json.decode
@@ -133,10 +89,7 @@ class EntitlementStage(BaseStage):
             rules = self.rules[principal.tenant] = TenantRules(principal.plan)
         entitlement = rules.entitlement(principal.scopes)
         if ctx.body:
-            try:
-                peek = _peek(ctx.body)
-            except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
-                peek = None  # validation refuses it with the precise error (json_too_deep, ...)
+            peek = body_peek(ctx)   # None: validation refuses the body with the precise error
             if peek is not None:
                 refusal = self._check(ctx, rules, entitlement, peek)
                 if refusal is not None:
@@ -215,6 +168,7 @@ def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: list) -> R
     payload["messages"] = [{"role": "system", "content": rules.system_prompt}, *kept]
     ctx.payload = payload
     ctx.body = _encode(payload)
+    ctx.peek = None   # the body changed: a later peek decodes the new one
     ctx.note("system_prompt", "replaced" if has_system else "added")
     return None
 
