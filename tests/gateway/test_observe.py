@@ -42,3 +42,31 @@ async def test_exactly_one_record_per_request_and_no_secrets(gw, mock):
     assert len({r["request_id"] for r in records}) == 4
     raw = gw.decisions_path.read_text()
     assert secret not in raw and prompt not in raw and "tok tok" not in raw
+
+
+async def test_stage_metrics_add_up_to_the_decision_records(gw, mock):
+    """Per-stage run counts and times in the metrics equal the records' stages_us, whichever
+    stage a request ended at (the metrics sum clock readings per boundary, in bulk)."""
+    from tokenward.observe.metrics import METRICS
+
+    before = METRICS.stage_totals()
+    async with gw.client() as client:
+        for _ in range(3):
+            assert (await client.post(gw.url + "/v1/chat/completions", json=chat())).status_code == 200
+        assert (await client.get(gw.url + "/v1/other")).status_code == 404              # edge refuses
+        assert (await client.post(gw.url + "/v1/chat/completions", content=b"{",
+                                  headers={"content-type": "text/plain"})).status_code == 415
+    after = METRICS.stage_totals()
+    records = gw.decisions()
+    assert len(records) == 5
+    expected: dict[str, list] = {}
+    for record in records:
+        for stage, us in record["stages_us"].items():
+            slot = expected.setdefault(stage, [0, 0.0])
+            slot[0] += 1
+            slot[1] += us * 1000
+    assert expected["edge"][0] == 5 and expected["forward"][0] == 3
+    for stage, (runs, ns) in expected.items():
+        runs_before, ns_before = before.get(stage, (0, 0))
+        assert after[stage][0] - runs_before == runs
+        assert abs((after[stage][1] - ns_before) - ns) <= 1e-6 * ns + 1

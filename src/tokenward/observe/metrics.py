@@ -38,6 +38,10 @@ class GatewayMetrics:
         if usage.prompt_tokens is not None:
             self.tokens[(tenant, "prompt", usage.source)] += usage.prompt_tokens
 
+    def stage_totals(self) -> dict[str, tuple[int, float]]:
+        """stage -> (runs, total nanoseconds) so far."""
+        return {name: (calls, total * 1e9) for name, (calls, total) in list(self.stage_time.items())}
+
     def collect(self):
         decisions = CounterMetricFamily("tokenward_decisions", "Requests by route, deciding stage and reason",
                                         labels=["route", "stage", "reason", "tenant"])
