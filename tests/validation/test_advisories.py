@@ -47,6 +47,19 @@ async def test_ghsa_pr7f_p5mw_fc87_several_prompt_embeds(client):
     assert await client.backend.requests() == before
 
 
+async def test_prompt_embeds_with_no_input_is_refused_not_a_500(client):
+    """Found by the OpenAPI fuzz: no prompt and an empty prompt_embeds made a request with
+    no input item, and the work stage failed on it (500)."""
+    tensor = base64.b64encode(b"\x00" * 64).decode()
+    no_prompt = {"model": "small-chat", "max_tokens": 8}
+    await client.refused(COMPLETIONS, {**no_prompt, "prompt_embeds": []}, 400, "invalid_field", "prompt_embeds")
+    await client.refused(COMPLETIONS, {**no_prompt, "prompt_embeds": ""}, 400, "invalid_field", "prompt_embeds")
+    await client.refused(COMPLETIONS, {**no_prompt, "prompt_embeds": [tensor, ""]}, 400, "invalid_field",
+                         "prompt_embeds[1]")
+    await client.admitted(COMPLETIONS, {**no_prompt, "prompt_embeds": [tensor]})       # the control
+    await client.admitted(COMPLETIONS, completion(prompt_embeds=[]))                    # a prompt is input
+
+
 async def test_ghsa_48jh_3gj7_fg8v_regex_without_timeout(client):
     """A caller's regex compiled by the backend with no timeout."""
     evil = "(a+)+$"

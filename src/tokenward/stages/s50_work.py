@@ -52,7 +52,7 @@ class WorkStage(BaseStage):
         plan = plan_of(ctx)
         max_out = request.max_output_tokens
         limit = min(plan.max_context_tokens, self.windows[request.model])
-        largest = max(items)
+        largest = max(items, default=0)   # validation refuses a request with no input item
         if largest + max_out > limit:
             return Refusal(
                 Reason.context_too_large,

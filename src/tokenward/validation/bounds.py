@@ -145,6 +145,9 @@ def prompt_embed_items(req: Any, plan: PlanConfig, findings: Findings, items: in
     if embeds is UNSET or embeds is None:
         return items
     entries = [embeds] if isinstance(embeds, str) else embeds
+    if not entries and not items:
+        # no prompt either: a request with no input at all, which no engine can run
+        raise invalid("prompt_embeds", "must not be empty when there is no prompt")
     total = items + len(entries)
     if total > plan.max_outer_items:
         raise Refusal(Reason.outer_item_limit,
@@ -152,6 +155,8 @@ def prompt_embed_items(req: Any, plan: PlanConfig, findings: Findings, items: in
                       param="prompt_embeds")
     cap = plan.max_attachment_bytes
     for i, entry in enumerate(entries):
+        if not entry:
+            raise invalid(f"prompt_embeds[{i}]" if embeds is entries else "prompt_embeds", "an empty tensor")
         size = len(entry) * 3 // 4
         if size > cap:
             raise Refusal(Reason.attachment_rejected, f"prompt_embeds[{i}] is larger than {cap} bytes",
