@@ -218,3 +218,49 @@ async def test_a_flushed_script_cache_is_reloaded_transparently(store, clock, re
     await store._run(pack(b"SCRIPT", b"FLUSH"), 1)
     assert (await store.reserve([reserve(layout, "r2", clock.ms, [10])]))[0].ok
     assert await store.settle([settle(layout, "r1", clock.ms), settle(layout, "r2", clock.ms)]) == [SETTLED, SETTLED]
+
+
+async def test_sweep_drops_buckets_idle_long_enough_to_be_full_and_nothing_else(store, clock):
+    """A bucket idle for SWEEP_IDLE_MS is full, which is what a missing one reads as: the
+    sweep drops it (a rotated key's per-key bucket must not stay while its tenant is active)
+    and leaves fresh buckets, gauges, spend and open reservations alone."""
+    old_key = Layout(NS, [bucket("k:old:b:tokens", 600)])
+    layout = Layout(NS, [gauge("streams", 5), spend("daily", 10_000, clock.ms + 86_400_000), bucket("tokens", 600)])
+    [a] = await store.reserve([reserve(old_key, "r-old", clock.ms, [100])])
+    assert a.ok
+    assert await store.settle([settle(old_key, "r-old", clock.ms, tokens=100)]) == [SETTLED]
+    clock.advance(policy.SWEEP_IDLE_MS / 1000)
+    [b] = await store.reserve([reserve(layout, "r-open", clock.ms, [1, 50, 200])])     # stays open
+    assert b.ok
+    cursor, dropped = 0, 0
+    for _ in range(20):
+        [(cursor, gone)] = await store.sweep([NS], [cursor], clock.ms, 10)
+        dropped += gone
+        if cursor == 0:
+            break
+    assert cursor == 0 and dropped == 1
+    assert await store.value(old_key.keys[0]) is None                       # gone: reads as full
+    assert await store.value(layout.keys[0]) == 1                           # the open stream's slot
+    assert await store.value(layout.keys[1]) == 50                          # spend
+    assert await store.value(layout.keys[2]) == ((600 - 200) * SCALE, clock.ms)   # a fresh bucket
+    # the open reservation still settles exactly
+    assert await store.settle([settle(layout, "r-open", clock.ms, tokens=200, cost=50)]) == [SETTLED]
+    assert await store.value(layout.keys[0]) is None
+    # and a bucket that read as full still answers as full
+    [c] = await store.reserve([reserve(old_key, "r-new", clock.ms, [600])])
+    assert c.ok and c.levels == (0,)
+
+
+async def test_reconciler_sweeps_only_when_due(store, clock):
+    key_bucket = Layout(NS, [bucket("k:gone:b:requests", 60, REQUEST)])
+    [a] = await store.reserve([reserve(key_bucket, "r1", clock.ms, [1])])
+    assert a.ok and await store.settle([settle(key_bucket, "r1", clock.ms)]) == [SETTLED]
+    reconciler = Reconciler(store, lambda: [NS], lambda: clock.now)
+    reconciler.SWEEP_EVERY_S = 300.0
+    assert await reconciler.sweep_if_due() == 0                             # due, but too fresh to drop
+    clock.advance(policy.SWEEP_IDLE_MS / 1000)
+    assert await reconciler.sweep_if_due() == 0                             # idle enough, not due yet
+    assert await store.value(key_bucket.keys[0]) is not None
+    clock.advance(300.0)
+    assert await reconciler.sweep_if_due() == 1 and reconciler.swept == 1
+    assert await store.value(key_bucket.keys[0]) is None

@@ -73,10 +73,12 @@ class NodeUnavailable(StoreUnavailable):
 class ClusterRouter:
     REFRESH_EVERY_S = 0.1    # while a node is down, ask for the slot map at most this often
 
-    def __init__(self, seed: dict[str, Any], timeout_s: float, load_scripts: Callable[[], bytes]) -> None:
+    def __init__(self, seed: dict[str, Any], timeout_s: float, load_scripts: Callable[[], bytes],
+                 script_count: int) -> None:
         self._seed = seed
         self.timeout_s = timeout_s
         self._load_scripts = load_scripts        # the SCRIPT LOAD commands, one payload
+        self._script_count = script_count        # ... and how many replies they get
         self._nodes: dict[tuple[str, int], RespClient] = {}
         self._owner: list[tuple[str, int] | None] = [None] * SLOTS
         self._slot_cache: dict[str, int] = {}
@@ -179,7 +181,7 @@ class ClusterRouter:
                             pending.append(i)
                             continue
                         if text.startswith("NOSCRIPT"):
-                            await self._client(node).exchange_raw(self._load_scripts(), 2)
+                            await self._client(node).exchange_raw(self._load_scripts(), self._script_count)
                             pending.append(i)
                             continue
                         raise StoreUnavailable(f"budget store: error reply: {text}")
@@ -226,7 +228,8 @@ class ClusterRouter:
 
     async def load_scripts_everywhere(self) -> None:
         primaries = {node for node in self._owner if node is not None}
-        await asyncio.gather(*(self._client(node).exchange(self._load_scripts(), 2) for node in primaries))
+        await asyncio.gather(*(self._client(node).exchange(self._load_scripts(), self._script_count)
+                               for node in primaries))
 
     async def close(self) -> None:
         nodes, self._nodes = self._nodes, {}

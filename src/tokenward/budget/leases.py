@@ -7,6 +7,7 @@ One background task per process (not per request) wakes every ``lease_s / 3``:
 - retries settles that failed while the store was unreachable (each is idempotent by
   reservation id, so a retry that races a late success is harmless); one that outlives
   its lease is left to the reconciler, which charges it in full;
+- drops, once a minute, budget values idle long enough to be full again (reconcile.py);
 - runs the reconciler for leases that expired anywhere (a dead replica's), but only once
   the store has answered this process for a whole lease: after an outage longer than a
   lease, every lease has expired, the living replicas' too, and each owner needs a tick to
@@ -145,6 +146,7 @@ class LeaseKeeper:
             now = self._clock()
             try:
                 await guarded.call(reconciler.run_once, since is not None and now - since >= self.grace_s)
+                await guarded.call(reconciler.sweep_if_due)
             except StoreUnavailable:
                 self._answering_since[i] = None
             else:

@@ -117,6 +117,20 @@ class MemoryStore:
     async def value(self, key: str) -> object:
         return self._values.get(key)
 
+    async def sweep(self, namespaces: Sequence[str], cursors: Sequence[int], now_ms: int,
+                    count: int) -> list[tuple[int, int]]:
+        # One pass over every value is cheap here; the cursors and the count are Redis's concern.
+        idle_before = now_ms - policy.SWEEP_IDLE_MS
+        wanted = set(namespaces)
+        gone: dict[str, int] = {}
+        values = self._values
+        for key in [k for k, v in values.items() if type(v) is tuple and v[1] <= idle_before]:
+            namespace = key[: key.find("}") + 1]
+            if namespace in wanted:
+                del values[key]
+                gone[namespace] = gone.get(namespace, 0) + 1
+        return [(0, gone.get(ns, 0)) for ns in namespaces]
+
     async def open_reservations(self, leases_key: str) -> int:
         return len(self._leases.get(leases_key, ()))
 

@@ -38,6 +38,10 @@ SCALE = 60_000  # milliseconds per minute: a per-minute limit refills that many 
 BUCKET, SOFT, GAUGE, SPEND = "B", "P", "G", "S"
 TOKENS, COST, REQUEST, SLOT = "t", "c", "r", "s"
 SETTLE, FULL, VOID, EXPIRED = "s", "f", "z", "x"
+# Every rate is per minute, so a bucket idle for a minute is full: the same as no value at
+# all. Stores drop buckets idle this long (a minute more for replicas' clocks); lua/sweep.lua
+# holds the same number.
+SWEEP_IDLE_MS = 120_000
 
 
 class Check(NamedTuple):

@@ -24,6 +24,10 @@ log = logging.getLogger("tokenward.budget")
 
 
 class Reconciler:
+    SWEEP_EVERY_S = 60.0
+    SWEEP_COUNT = 200          # values looked at per namespace per sweep (HSCAN COUNT)
+    SWEEP_NAMESPACES = 500     # namespaces per round trip
+
     def __init__(self, store: BudgetStore, namespaces: Callable[[], Iterable[str]],
                  clock: Callable[[], float], batch: int = 200) -> None:
         self.store = store
@@ -31,6 +35,32 @@ class Reconciler:
         self._clock = clock
         self.batch = batch
         self.reconciled = 0
+        self.swept = 0
+        self._swept_at: float | None = None
+        self._cursors: dict[str, int] = {}      # namespaces whose sweep is part-way through
+
+    async def sweep_if_due(self) -> int:
+        """Every SWEEP_EVERY_S, drop buckets idle long enough to be full (a revoked key's
+        per-key buckets would otherwise stay as long as its tenant is active). Exact: a
+        missing bucket reads as full. Raises StoreUnavailable."""
+        now = self._clock()
+        if self._swept_at is not None and now - self._swept_at < self.SWEEP_EVERY_S:
+            return 0
+        self._swept_at = now
+        namespaces = list(self._namespaces())
+        dropped = 0
+        for at in range(0, len(namespaces), self.SWEEP_NAMESPACES):
+            chunk = namespaces[at:at + self.SWEEP_NAMESPACES]
+            answers = await self.store.sweep(chunk, [self._cursors.get(ns, 0) for ns in chunk],
+                                             int(now * 1000), self.SWEEP_COUNT)
+            for ns, (cursor, gone) in zip(chunk, answers):
+                if cursor:
+                    self._cursors[ns] = cursor
+                else:
+                    self._cursors.pop(ns, None)
+                dropped += gone
+        self.swept += dropped
+        return dropped
 
     async def run_once(self, act: bool = True) -> int:
         """Settle what has expired now; returns how many this call settled. Raises StoreUnavailable.

@@ -41,10 +41,13 @@ class Script:
 
 RESERVE = Script("reserve.lua")
 SETTLE = Script("settle.lua")
+SWEEP = Script("sweep.lua")
+SCRIPTS = (RESERVE, SETTLE, SWEEP)
 
 
 def _script_loads() -> bytes:
-    return pack(b"SCRIPT", b"LOAD", RESERVE.source) + pack(b"SCRIPT", b"LOAD", SETTLE.source)
+    """SCRIPT LOAD of every script: ``len(SCRIPTS)`` replies."""
+    return b"".join(pack(b"SCRIPT", b"LOAD", script.source) for script in SCRIPTS)
 
 _KIND = {policy.BUCKET: 1, policy.SOFT: 2, policy.GAUGE: 3, policy.SPEND: 4}
 _UNIT = {policy.TOKENS: 1, policy.COST: 2, policy.REQUEST: 3, policy.SLOT: 4}
@@ -176,7 +179,7 @@ class RedisStore:
         assert isinstance(transport, RespClient)
         [reply] = await transport.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
         if is_cluster_reply(reply) and self._cluster is None:
-            router = ClusterRouter(transport.params, self.timeout_s, _script_loads)
+            router = ClusterRouter(transport.params, self.timeout_s, _script_loads, len(SCRIPTS))
             router.apply_slots(reply)
             self._cluster = router
             await transport.close()     # the router keeps its own connection per node
@@ -191,7 +194,7 @@ class RedisStore:
             await self._cluster.load_scripts_everywhere()
         else:
             self.round_trips += 1
-            await self._transport.exchange(_script_loads(), 2)
+            await self._transport.exchange(_script_loads(), len(SCRIPTS))
 
     async def _run_keyed(self, items: list[tuple[str, bytes]]) -> list:
         """Commands with the key that routes each (its namespace's slot, on a cluster)."""
@@ -211,7 +214,7 @@ class RedisStore:
 
     async def _load_scripts_and_retry(self, payload: bytes, replies: int) -> list:
         self.round_trips += 2
-        await self._transport.exchange(_script_loads(), 2)
+        await self._transport.exchange(_script_loads(), len(SCRIPTS))
         return await self._transport.exchange(payload, replies)
 
     # reserve and settle inline _run: one coroutine less per call on the hot path
@@ -239,6 +242,15 @@ class RedisStore:
             return await self._transport.exchange(payload, len(calls))
         except ScriptMissing:
             return await self._load_scripts_and_retry(payload, len(calls))
+
+    async def sweep(self, namespaces: Sequence[str], cursors: Sequence[int], now_ms: int,
+                    count: int) -> list[tuple[int, int]]:
+        if not namespaces:
+            return []
+        replies = await self._run_keyed([
+            (ns, b"".join((b"*7\r\n", SWEEP.head, _bulk(1), _bulk(ns), _bulk(now_ms), _bulk(cursor), _bulk(count))))
+            for ns, cursor in zip(namespaces, cursors)])
+        return [(int(reply[0]), reply[1]) for reply in replies]
 
     async def renew(self, renewals: Sequence[LeaseRenewal]) -> None:
         commands = []

@@ -93,6 +93,12 @@ class BudgetStore(Protocol):
     async def value(self, key: str) -> object:
         """A stored value as policy sees it (bucket tuple, int, or None); for tests and tools."""
 
+    async def sweep(self, namespaces: Sequence[str], cursors: Sequence[int], now_ms: int,
+                    count: int) -> list[tuple[int, int]]:
+        """Drop bucket values idle for ``policy.SWEEP_IDLE_MS`` (full again: the same as none),
+        looking at about ``count`` values per namespace from its cursor; per namespace,
+        (the cursor to continue from, 0 when done; how many were dropped)."""
+
     async def open_reservations(self, leases_key: str) -> int:
         """How many reservations of a namespace hold a lease."""
 
