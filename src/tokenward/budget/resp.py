@@ -116,6 +116,10 @@ class _Protocol(asyncio.Protocol):
                 return
             if reply is False:
                 return
+            if not waiters:
+                # A reply nobody asked for: this connection is out of step with our commands.
+                self._drop(ConnectionError("the budget store sent a reply no command was waiting for"))
+                return
             fut, count, replies, _, checked = waiters[0]
             replies.append(reply)
             if len(replies) == count:
