@@ -12,7 +12,8 @@ import signal
 import socket
 from typing import Callable
 
-from .server import MAX_HEAD_BYTES, ServerState, protocol_factory
+from .server import protocol_factory
+from .state import MAX_HEAD_BYTES, ServerState
 
 log = logging.getLogger("tokenward.http")
 
