@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tokenward.budget import policy
+from tokenward.budget.policy import BUCKET, TOKENS, Check
 from tokenward.budget.reconcile import Reconciler
 from tokenward.budget.store import ALREADY_RESERVED, LEASE_LIVE, SETTLED, UNKNOWN, Layout, LeaseRenewal
 
@@ -264,3 +267,9 @@ async def test_reconciler_sweeps_only_when_due(store, clock):
     clock.advance(300.0)
     assert await reconciler.sweep_if_due() == 1 and reconciler.swept == 1
     assert await store.value(key_bucket.keys[0]) is None
+
+
+def test_a_bucket_slower_than_a_minute_to_refill_is_refused_where_layouts_are_built():
+    with pytest.raises(ValueError, match="longer than a minute"):
+        Layout(NS, [Check(f"{NS}:b:slow", BUCKET, TOKENS, 100 * SCALE + 1, 100, 1)])
+    Layout(NS, [bucket("fine", 100)])                                   # per-minute buckets are fine

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple, Protocol, Sequence
 
 from ..errors import TokenwardError
-from .policy import Check, Outcome
+from .policy import BUCKET, SCALE, SOFT, Check, Outcome
 
 
 class StoreUnavailable(TokenwardError):
@@ -34,6 +34,10 @@ class Layout:
         self.namespace = namespace
         self.leases_key = namespace + ":leases"
         self.checks = tuple(checks)
+        for c in self.checks:
+            # The idle sweep (lua/sweep.lua) relies on every bucket refilling in a minute.
+            if c.kind in (BUCKET, SOFT) and c.p1 > c.p2 * SCALE:
+                raise ValueError(f"bucket {c.key} takes longer than a minute to refill")
         self.keys = tuple(c.key for c in self.checks)
         self.wire: object = None
 

@@ -10,7 +10,7 @@
 -- ARGV[1]    now (epoch ms)    ARGV[2] HSCAN cursor ("0" to start)    ARGV[3] HSCAN COUNT
 -- Returns {next cursor ("0" when the scan is done), fields deleted}
 
--- SCALE, the kinds and refilled() come from state.lua.
+-- BUCKET comes from state.lua; Layout (store.py) refuses a bucket slower than a minute.
 
 local IDLE_MS = 120000
 local now = tonumber(ARGV[1])
