@@ -2,7 +2,10 @@
 # The whole test suite, on a fresh machine: installs what the tests need, then runs them.
 #   - Debian packages: redis-server and redis-tools (budget store tests, on one server and on a
 #     three-node cluster), postgresql (keystore tests)
-#   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, ...)
+#   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, gguf, ...)
+#   - llama-cpp-python[server], the real inference server of tests/e2e/test_llama_cpp.py:
+#     built once into a cached wheel outside the checkout (scripts/llama-wheel.sh; about
+#     3-4 minutes on two cores the first time, seconds after)
 # Tests start their own private redis-server and PostgreSQL on sockets in temp dirs and
 # listen only on ports the OS picks.
 set -euo pipefail
@@ -20,4 +23,5 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+PYTHON=python3 ./scripts/llama-wheel.sh
 exec python3 -m pytest -q "$@"

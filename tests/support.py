@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 import httpx
+
+from tests.fixtures.processes import stop_process
 import uvicorn
 
 from tokenward.app import Gateway
@@ -31,7 +33,7 @@ upstreams:
     forward_headers: ["x-mock-*"]
     read_timeout_s: 10
 models:
-  small-chat: {{upstream: mock, context_window: 32768}}
+  small-chat: {{upstream: mock, context_window: 32768, serves: [chat, completions, embeddings]}}
   large-chat: {{upstream: mock, upstream_model: big-backend-model, context_window: 131072}}
 plans:
   team: {{models: [small-chat, large-chat], max_output_tokens: 4096}}
@@ -58,7 +60,9 @@ class MockBackend:
         return resp.json()
 
     async def requests(self) -> int:
-        return (await self.stats())["requests"]
+        """Requests for work; a gateway's readiness probes (GET /v1/models) are not work."""
+        stats = await self.stats()
+        return stats["requests"] - stats["by_path"].get("/v1/models", 0)
 
     async def release(self, name: str) -> int:
         resp = await self.client.post(f"http://127.0.0.1:{self.port}/_mock/release", json={"name": name})
@@ -170,13 +174,7 @@ class GatewayProcess:
     lines: list[str]
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc)
 
 
 def spawn_gateway(config_path: Path | str, env: dict[str, str] | None = None, cwd: Path | None = None,

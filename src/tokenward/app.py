@@ -13,6 +13,8 @@ import logging
 import os
 from time import perf_counter_ns
 
+import msgspec
+
 from .config.schema import Config
 from .errors import Reason, Refusal
 from .http.disconnect import DisconnectWatch
@@ -103,8 +105,7 @@ class Gateway:
 
             await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
         elif path == "/readyz":
-            ready = self.runner is not None and self.services.ready
-            await send_json(send, 200 if ready else 503, HEALTHY if ready else STARTING, self._next_id().encode())
+            await self._readyz(send)
         elif path == "/metrics":
             await send_metrics(send)
         else:
@@ -115,6 +116,15 @@ class Gateway:
             else:
                 await admin(scope, receive, send)
         return True
+
+    async def _readyz(self, send) -> None:
+        """Ready once started and while every required upstream answers its probe."""
+        if self.runner is None or not self.services.ready or self.services.health is None:
+            await send_json(send, 503, STARTING, self._next_id().encode())
+            return
+        ready, upstreams = await self.services.health.report()
+        body = msgspec.json.encode({"status": "ok" if ready else "unavailable", "upstreams": upstreams})
+        await send_json(send, 200 if ready else 503, body, self._next_id().encode())
 
     async def _respond_refusal(self, ctx: RequestContext, refusal: Refusal) -> None:
         await send_refusal(ctx.send, refusal, ctx.request_id.encode())

@@ -73,6 +73,7 @@ class Reason(enum.Enum):
     attachment_rejected = (400, _INVALID)
     hidden_characters = (400, _INVALID)
     unknown_model = (404, _INVALID)
+    model_route_unsupported = (400, _INVALID)  # a model not declared for this route (embeddings)
     # work
     context_too_large = (400, _INVALID)
     aggregate_work_limit = (400, _INVALID)
@@ -90,6 +91,9 @@ class Reason(enum.Enum):
     upstream_unavailable = (502, _UPSTREAM)
     upstream_timeout = (504, _UPSTREAM)
     upstream_error = (502, _UPSTREAM)
+    upstream_rejected = (400, _INVALID)     # the backend refused the request itself (4xx)
+    upstream_overloaded = (503, _UPSTREAM)  # the backend said 429 or 503
+    upstream_truncated = (502, _UPSTREAM)   # a stream ended before its answer was finished
     stream_duration_exceeded = (504, _UPSTREAM)
     stream_idle_timeout = (504, _UPSTREAM)
     client_disconnected = (499, _INVALID)

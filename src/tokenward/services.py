@@ -14,6 +14,7 @@ from .config.schema import Config
 from .observe.decision_log import DecisionLog, open_decision_log
 from .pipeline.order import STAGE_FACTORIES, STAGE_ORDER
 from .pipeline.stage import Stage
+from .upstream.health import UpstreamHealth
 from .upstream.targets import TargetTable
 
 log = logging.getLogger("tokenward")
@@ -25,6 +26,7 @@ class Services:
     def __init__(self, config: Config) -> None:
         self.config = config
         self.targets: TargetTable | None = None
+        self.health: UpstreamHealth | None = None
         self.decisions: DecisionLog | None = None
         self.stages: list[Stage] = []
         # Set by stages' factories for others to use (keystore, budget store, ...).
@@ -37,8 +39,11 @@ class Services:
 
     async def start(self) -> None:
         urls = await self._resolve_upstreams()
-        self.targets = TargetTable(self.config, urls)
+        from .tokenize.registry import shared_registry
+
+        self.targets = TargetTable(self.config, urls, shared_registry(self).counters)
         self.on_close(self.targets.aclose)
+        self.health = UpstreamHealth(self.config, self.targets)
         self.decisions = open_decision_log(self.config.logging.decisions)
         self.stages = await self._build_stages()
         self.ready = True

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
 import httpx
+
+from tests.fixtures.processes import stop_process
 import orjson
 import yaml
 
@@ -61,7 +63,9 @@ class Backend:
         return (await self.client.get("/_mock/stats")).json()
 
     async def requests(self) -> int:
-        return (await self.stats())["requests"]
+        """Requests for work; a gateway's readiness probes (GET /v1/models) are not work."""
+        stats = await self.stats()
+        return stats["requests"] - stats["by_path"].get("/v1/models", 0)
 
     async def release(self, name: str) -> int:
         return (await self.client.post("/_mock/release", json={"name": name})).json()["released"]
@@ -160,12 +164,7 @@ class Process:
             self.proc.wait(5)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
+        stop_process(self.proc)
 
 
 def spawn(config_path: Path, env: dict[str, str] | None = None, timeout: float = 30.0) -> Process:

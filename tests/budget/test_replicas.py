@@ -59,7 +59,8 @@ async def test_a_burst_across_replicas_never_exceeds_the_budget(tmp_path, replic
     async with backend() as mock:
         base = budget_config(tmp_path, mock.port, "memory", tpm=TPM, max_output=200)
         key = create_key(base)
-        procs = [spawn(path, env) for path in replica_configs(base, replicas)]
+        # in a thread: the mock runs in this loop and must answer the replicas' readiness probes
+        procs = [await asyncio.to_thread(spawn, path, env) for path in replica_configs(base, replicas)]
         try:
             async with httpx.AsyncClient(timeout=20, limits=httpx.Limits(max_connections=100)) as client:
                 headers = {**key, "x-mock-hold": "burst"}
@@ -93,7 +94,7 @@ async def test_a_killed_replicas_reservation_is_reconciled_after_its_lease(tmp_p
     async with backend() as mock:
         base = budget_config(tmp_path, mock.port, redis_server.url, tpm=TPM, max_output=200, lease_s=1.0)
         key = create_key(base)
-        doomed, survivor = (spawn(path) for path in replica_configs(base, 2))
+        doomed, survivor = [await asyncio.to_thread(spawn, path) for path in replica_configs(base, 2)]
         store = RedisStore(redis_server.url, timeout_s=1.0)
         try:
             async with httpx.AsyncClient(timeout=20) as client:

@@ -61,7 +61,9 @@ async def test_backend_without_usage_is_counted_and_marked(gw, mock):
                                  headers={"x-mock-no-usage": "1"})
     assert resp.status_code == 200
     record = gw.decisions()[-1]
-    assert record["usage"] == {"completion_tokens": 6, "source": "counted"}
+    # the prompt is what the work stage counted (and what the budget charges)
+    assert record["usage"] == {"prompt_tokens": record["notes"]["budget"]["estimated_input"], "completion_tokens": 6,
+                               "source": "counted"}
 
 
 async def test_client_credentials_never_reach_the_backend(mock, tmp_path):
@@ -84,6 +86,20 @@ async def test_model_is_renamed_for_the_backend(gw, mock):
         resp = await client.post(gw.url + "/v1/chat/completions", json=chat(model="large-chat"))
     assert resp.status_code == 200
     assert (await mock.stats())["last_request"]["body"]["model"] == "big-backend-model"
+
+
+async def test_embeddings_go_only_to_a_model_declared_for_them(gw, mock):
+    """large-chat does not declare embeddings (models.<name>.serves): refused before the
+    backend, next to small-chat, which does."""
+    async with gw.client() as client:
+        before = await mock.requests()
+        refused = await client.post(gw.url + "/v1/embeddings", json={"model": "large-chat", "input": "a b"})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["code"] == "model_route_unsupported"
+        assert refused.json()["error"]["param"] == "model"
+        assert await mock.requests() == before
+        control = await client.post(gw.url + "/v1/embeddings", json={"model": "small-chat", "input": "a b"})
+        assert control.status_code == 200 and await mock.requests() == before + 1
 
 
 async def test_embeddings_and_completions_routes(gw, mock):
@@ -161,15 +177,52 @@ async def test_backend_refusing_connections_is_a_502(tmp_path):
         assert record["reason"] == "upstream_unavailable" and record["decided_by"] == "forward"
 
 
-async def test_backend_error_status_is_passed_through(gw, mock):
+@pytest.mark.parametrize("backend,shape,status,code,message", [
+    (500, "json", 502, "upstream_error", "the backend answered 500"),
+    (500, "empty", 502, "upstream_error", "the backend answered 500 with an empty body"),
+    (502, "text", 502, "upstream_error", "the backend answered 502"),
+    (401, "json", 502, "upstream_error", "the backend answered 401"),
+    (400, "empty", 400, "upstream_rejected", "the backend answered 400 with an empty body"),
+    (400, "json", 400, "upstream_rejected", "the backend refused the request: mock upstream error (status 400)"),
+    (422, "detail", 400, "upstream_rejected", "the backend refused the request: mock upstream error (status 422)"),
+    (503, "text", 503, "upstream_overloaded", "the backend is overloaded (503); retry shortly"),
+    (429, "json", 503, "upstream_overloaded", "the backend is overloaded (429); retry shortly"),
+    (504, "empty", 504, "upstream_timeout", "the backend timed out (504)"),
+])
+@pytest.mark.parametrize("stream", [False, True])
+async def test_backend_errors_reach_the_client_as_an_envelope_with_a_reason(gw, mock, backend, shape, status,
+                                                                            code, message, stream):
+    """Whatever the backend's error body (OpenAI's, empty, HTML, FastAPI's detail), the
+    client gets the gateway's envelope with the documented status and code, and nothing
+    is charged (the backend generated nothing)."""
     async with gw.client() as client:
-        resp = await client.post(gw.url + "/v1/chat/completions", json=chat(), headers={"x-mock-status": "500"})
-        stream = await client.post(gw.url + "/v1/chat/completions", json=chat(stream=True),
-                                   headers={"x-mock-status": "503"})
-    assert resp.status_code == 500 and "error" in resp.json()
-    assert stream.status_code == 503
-    record = gw.decisions()[-2]
-    assert record["upstream_status"] == 500 and record["reason"] == "upstream_error"
+        resp = await client.post(gw.url + "/v1/chat/completions", json=chat(stream=stream),
+                                 headers={"x-mock-status": str(backend), "x-mock-error-body": shape})
+    assert resp.status_code == status
+    assert resp.json()["error"]["code"] == code and resp.json()["error"]["message"] == message
+    assert resp.headers["x-request-id"].startswith("req_")
+    if code == "upstream_overloaded":
+        assert resp.headers["retry-after"] == "1"
+    record = gw.decisions()[-1]
+    assert record["upstream_status"] == backend and record["status"] == status and record["reason"] == code
+    assert record["notes"]["budget"]["refunded"] == record["notes"]["budget"]["reserved"]
+
+
+async def test_backend_error_message_names_the_public_model_not_the_backend_one(gw, mock):
+    """large-chat is served as big-backend-model: a backend message naming its own model
+    reaches the client with the public name; its Retry-After is passed on."""
+    from tokenward.upstream.backend_errors import backend_refusal
+
+    body = orjson.dumps({"object": "error", "message": "The model `big-backend-model` does not exist."})
+    refusal = backend_refusal(404, body, None, "big-backend-model", "large-chat")
+    assert refusal.message == "the backend refused the request: The model `large-chat` does not exist."
+    long_body = orjson.dumps({"detail": "x" * 400})
+    assert backend_refusal(400, long_body, None).message == "the backend answered 400"
+    assert backend_refusal(429, b"", b" 7 ").headers == ((b"retry-after", b"7"),)
+    async with gw.client() as client:
+        resp = await client.post(gw.url + "/v1/chat/completions", json=chat(),
+                                 headers={"x-mock-status": "429", "x-mock-retry-after": "9"})
+    assert resp.status_code == 503 and resp.headers["retry-after"] == "9"
 
 
 @pytest.mark.parametrize("body,code,param", [

@@ -13,6 +13,52 @@ async def test_health_and_readiness(gw):
     assert ready.status_code == 200 and ready.headers["x-request-id"]
 
 
+async def test_readiness_follows_the_backend(tmp_path):
+    """/readyz probes each upstream (cached for health_ttl_s): 503 naming the upstream while
+    its backend is down, 200 again once it is back; an upstream marked ready_required:
+    false is reported but never makes the gateway unready."""
+    import asyncio
+
+    from tests.support import base_config, gateway_in_process, mock_backend
+
+    async with mock_backend() as mock:
+        port = mock.port
+        extra = ("  spare: {base_url: 'http://127.0.0.1:9/v1', ready_required: false}\n")
+        config = base_config(mock.url, extra="").replace("upstreams:\n", "upstreams:\n" + extra, 1)
+        config = config.replace("read_timeout_s: 10", "read_timeout_s: 10\n    health_ttl_s: 0.05")
+        async with gateway_in_process(config, tmp_path / "d.jsonl") as gw:
+            async with gw.client() as client:
+                ready = await client.get(gw.url + "/readyz")
+                assert ready.status_code == 200, ready.text
+                body = ready.json()
+                assert body["upstreams"]["mock"]["healthy"] is True
+                assert body["upstreams"]["spare"] == {**body["upstreams"]["spare"], "healthy": False, "required": False}
+                before = (await mock.stats())["by_path"].get("/v1/models", 0)
+                assert before >= 1   # the first check probed
+                await asyncio.gather(*(client.get(gw.url + "/readyz") for _ in range(20)))
+                # twenty checks inside one TTL share a probe or two, not twenty
+                assert (await mock.stats())["by_path"].get("/v1/models", 0) - before <= 2
+            # the backend goes away
+            from tokenward.mock.server import stop_mock
+
+            await stop_mock(mock.server)
+            await asyncio.sleep(0.1)
+            async with gw.client() as client:
+                down = await client.get(gw.url + "/readyz")
+            assert down.status_code == 503 and down.json()["status"] == "unavailable"
+            assert down.json()["upstreams"]["mock"]["healthy"] is False
+            # and comes back on the same port
+            from tokenward.mock.server import start_mock
+
+            server, _, _ = await start_mock("127.0.0.1", port)
+            try:
+                await asyncio.sleep(0.1)
+                async with gw.client() as client:
+                    assert (await client.get(gw.url + "/readyz")).status_code == 200
+            finally:
+                await stop_mock(server)
+
+
 async def test_metrics_hidden_unless_configured(gw, mock):
     async with gw.client() as client:
         resp = await client.get(gw.url + "/metrics")

@@ -119,3 +119,18 @@ def test_demo_mode_prints_a_working_key(tmp_path):
     finally:
         stderr = server.stop()
     assert key[20:] not in stderr
+
+
+def test_repeated_models_option_keeps_every_model(tmp_path):
+    """``--models a --models b`` used to keep only the last one, silently."""
+    config = str(write_config(tmp_path, 1))
+    created = run("keys", "create", "--config", config, "--tenant", "acme",
+                  "--models", "small-chat", "--models", "large-chat")
+    assert created.returncode == 0, created.stderr
+    listed = [json.loads(line) for line in run("keys", "list", "--config", config, "--json").stdout.splitlines()]
+    assert listed[-1]["models"] == ["small-chat", "large-chat"]
+    mixed = run("keys", "create", "--config", config, "--tenant", "acme", "--models", "small-chat,large-chat",
+                "--models", "small-chat")
+    assert mixed.returncode == 0, mixed.stderr
+    listed = [json.loads(line) for line in run("keys", "list", "--config", config, "--json").stdout.splitlines()]
+    assert sorted(listed[-1]["models"]) == ["large-chat", "small-chat"]

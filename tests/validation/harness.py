@@ -49,8 +49,8 @@ LAB_PLAN: dict[str, Any] = {
     "features": ["structured_output", "vllm_extensions", "logprobs"],
 }
 TIK_WINDOW = 300
-TINY_WINDOW = 150
-NARROW_CONTEXT = 200
+TINY_WINDOW = 60   # under the plan's 64 output tokens: the output alone can fill it
+NARROW_CONTEXT = 50
 
 
 def lab_config(mock_url: str, tmp_path: Path, **lab_overrides: Any) -> str:
@@ -63,9 +63,12 @@ def lab_config(mock_url: str, tmp_path: Path, **lab_overrides: Any) -> str:
     raw = {
         "upstreams": {"local": {"base_url": mock_url, "forward_headers": ["x-mock-*"], "read_timeout_s": 10}},
         "models": {
-            "small-chat": {"upstream": "local", "context_window": 4096, "tokenizer": "estimate"},
-            "tik-chat": {"upstream": "local", "context_window": TIK_WINDOW, "tokenizer": "tiktoken:cl100k_base"},
-            "tiny-window": {"upstream": "local", "context_window": TINY_WINDOW, "tokenizer": "estimate"},
+            "small-chat": {"upstream": "local", "context_window": 4096, "tokenizer": "estimate",
+                           "serves": ["chat", "completions", "embeddings"]},
+            "tik-chat": {"upstream": "local", "context_window": TIK_WINDOW, "tokenizer": "tiktoken:cl100k_base",
+                         "serves": ["chat", "completions", "embeddings"]},
+            "tiny-window": {"upstream": "local", "context_window": TINY_WINDOW, "tokenizer": "estimate",
+                            "serves": ["chat", "completions", "embeddings"]},
         },
         "plans": plans,
         "tenants": {"lab": {"plan": "lab"}, "strict": {"plan": "strict"}, "narrow": {"plan": "narrow"}},

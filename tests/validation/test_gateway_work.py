@@ -22,20 +22,24 @@ CHAT, COMPLETIONS = "/v1/chat/completions", "/v1/completions"
 
 
 async def test_context_too_large_model_window(client):
-    # estimate counts one token per byte; a completion prompt has no chat overhead.
-    fits = TINY_WINDOW - 8
-    await client.refused(COMPLETIONS, completion("x" * (fits + 1), model="tiny-window"), 400,
-                         "context_too_large", "prompt")
-    await client.admitted(COMPLETIONS, completion("x" * fits, model="tiny-window"))
+    """``estimate`` refuses for context only on its lower bound (bytes / 128): a 400-byte
+    prompt counts as at least 4 tokens, although its reserved upper bound (400 and more)
+    is past the 60-token window. The output is what fills the window here."""
+    prompt = "x" * LAB_PLAN["max_part_chars"]
+    least = -(-len(prompt) // 128)
+    await client.refused(COMPLETIONS, completion(prompt, model="tiny-window", max_tokens=TINY_WINDOW - least + 1),
+                         400, "context_too_large", "prompt")
+    await client.admitted(COMPLETIONS, completion(prompt, model="tiny-window", max_tokens=TINY_WINDOW - least))
 
 
 async def test_context_too_large_plan_context(client):
-    fits = NARROW_CONTEXT - 8
-    await client.refused(COMPLETIONS, completion("x" * (fits + 1)), 400, "context_too_large", "prompt",
-                         tenant="narrow")
-    await client.admitted(COMPLETIONS, completion("x" * fits), tenant="narrow")
+    least = 1   # "x" * 100 is at least one token
+    fits = NARROW_CONTEXT - least
+    await client.refused(COMPLETIONS, completion("x" * 100, max_tokens=fits + 1), 400, "context_too_large",
+                         "prompt", tenant="narrow")
+    await client.admitted(COMPLETIONS, completion("x" * 100, max_tokens=fits), tenant="narrow")
     # Each outer item is checked on its own: two items that fit separately pass.
-    await client.admitted(COMPLETIONS, completion(["x" * fits, "y" * fits]), tenant="narrow")
+    await client.admitted(COMPLETIONS, completion(["x" * 100, "y" * 100], max_tokens=fits), tenant="narrow")
 
 
 async def test_context_too_large_with_exact_tiktoken_counts(client):

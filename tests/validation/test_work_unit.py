@@ -71,13 +71,15 @@ async def test_attachment_surcharge():
 
 
 async def test_limits_and_params():
-    plan = PlanConfig(max_context_tokens=100, max_output_tokens=50, max_request_work=1000, max_n=4)
-    body = {"model": "m", "prompt": "x" * 51, "max_tokens": 50}
+    # estimate: refused for context on the lower bound (bytes / 128), reserved on the upper (bytes)
+    plan = PlanConfig(max_context_tokens=100, max_output_tokens=50, max_request_work=10_000, max_n=4)
+    body = {"model": "m", "prompt": "x" * (50 * 128 + 1), "max_tokens": 50}
     _, refusal = await run("/v1/completions", body, plan)
     assert (refusal.reason, refusal.param) == (Reason.context_too_large, "prompt")
-    body = {"model": "m", "prompt": "x" * 50, "max_tokens": 50}
+    assert "at least 51 prompt tokens" in refusal.message
+    body = {"model": "m", "prompt": "x" * (50 * 128), "max_tokens": 50}
     ctx, refusal = await run("/v1/completions", body, plan)
-    assert refusal is None and ctx.work.reserve_tokens == 100
+    assert refusal is None and ctx.work.reserve_tokens == 50 * 128 + 50
     # chat: 8 (reply) + 8 (message) + 4 (role) + 40 = 60 input tokens; 4 x (60 + 50) = 440.
     body = {"model": "m", "messages": [{"role": "user", "content": "x" * 40}], "max_tokens": 50, "n": 4}
     plan = PlanConfig(max_context_tokens=200, max_output_tokens=50, max_request_work=439, max_n=4)

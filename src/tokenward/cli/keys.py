@@ -113,22 +113,32 @@ def _seconds(text: str, option: str) -> float:
         raise _fail(f"{option}: {exc}", 2) from None
 
 
+def _listed(values: list[str] | None) -> list[str] | None:
+    """``--models a,b --models c`` -> [a, b, c]: every occurrence counts, none is dropped
+    (a name given twice is kept once)."""
+    if values is None:
+        return None
+    return list(dict.fromkeys(item.strip() for value in values for item in value.split(",") if item.strip()))
+
+
 @keys_app.command()
 def create(
     config: Path = _CONFIG,
     tenant: str = typer.Option(..., "--tenant", help="the tenant the key acts as"),
     name: Optional[str] = typer.Option(None, "--name", help="owner or purpose"),
-    models: Optional[str] = typer.Option(None, "--models", help="comma-separated models (default: the plan's)"),
+    models: Optional[list[str]] = typer.Option(
+        None, "--models", help="models, comma-separated or the option repeated (default: the plan's)"),
     expires_in: Optional[str] = typer.Option(None, "--expires-in", help="e.g. 30d, 12h (default: never)"),
-    environments: Optional[str] = typer.Option(None, "--environments", help="comma-separated environments"),
+    environments: Optional[list[str]] = typer.Option(
+        None, "--environments", help="environments, comma-separated or the option repeated"),
     reason: Optional[str] = typer.Option(None, "--reason", help="recorded in the audit trail"),
     reviewer: Optional[str] = _REVIEWER,
 ) -> None:
     """Create a key; prints the key once (the only line on stdout). Only its hash is stored."""
     from ..keys.service import check_new_key
 
-    model_list = [m.strip() for m in models.split(",") if m.strip()] if models is not None else None
-    env_list = [e.strip() for e in environments.split(",") if e.strip()] if environments else None
+    model_list = _listed(models)
+    env_list = _listed(environments) or None
     ttl = _seconds(expires_in, "--expires-in") if expires_in else None
 
     async def action(keys, cfg):

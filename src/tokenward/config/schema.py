@@ -58,12 +58,28 @@ class UpstreamConfig(_Strict):
     # Client headers passed through to this backend (exact names or "prefix-*").
     forward_headers: tuple[str, ...] = ()
     tls_verify: bool = True
+    # The header that carries the request's id to this backend; null or "" sends none.
+    # "uuid" sends it as a UUID (llama.cpp's Python server answers 400 to anything else),
+    # "gateway" as the gateway's own id (req_...). docs/upstreams.md.
+    request_id_header: str | None = "x-request-id"
+    request_id_format: Literal["uuid", "gateway"] = "uuid"
+    # /readyz probes GET <base_url><health_path> (null: not probed), at most once per TTL;
+    # while a required upstream fails its probe, /readyz answers 503 (upstream/health.py).
+    health_path: str | None = "/models"
+    health_ttl_s: float = 2.0
+    health_timeout_s: float = 1.0
+    ready_required: bool = True
 
 
 class ModelConfig(_Strict):
     upstream: str
     upstream_model: str | None = None
     tokenizer: str = "estimate"
+    # The chat template family, for per-message token overheads (tokenize/templates.py);
+    # None: detected from the tokenizer, else conservative.
+    chat_template: Literal["chatml", "llama3", "gemma", "phi3", "openai"] | None = None
+    # The routes this model serves: embeddings go only to a model declared for them.
+    serves: tuple[Literal["chat", "completions", "embeddings"], ...] = ("chat", "completions")
     context_window: int = 8192
     input_price_per_million: float = 0.0
     output_price_per_million: float = 0.0

@@ -184,8 +184,18 @@ class MockUpstream:
     async def _steered_error(self, send: Send, steer: Steering) -> None:
         status = steer.status or 500
         self.stats.errors += 1
-        extra = [(b"retry-after", steer.retry_after.encode())] if steer.retry_after else None
-        await send_json(send, status, error_body(status, f"mock upstream error (status {status})"), extra)
+        extra = [(b"retry-after", steer.retry_after.encode())] if steer.retry_after else []
+        message = f"mock upstream error (status {status})"
+        shape = steer.error_body
+        if shape == "json":
+            await send_json(send, status, error_body(status, message), extra or None)
+            return
+        body = {"empty": b"", "text": f"<html>{message}</html>".encode(),
+                "detail": encode({"detail": message})}[shape]
+        kind = b"application/json" if shape == "detail" else b"text/html"
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", kind), (b"content-length", b"%d" % len(body))] + extra})
+        await send({"type": "http.response.body", "body": body})
 
     def _new_id(self, plan: Plan) -> tuple[str, int]:
         prefix = "chatcmpl-mock-" if plan.chat else "cmpl-mock-"

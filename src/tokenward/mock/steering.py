@@ -20,10 +20,13 @@ STATUS = b"x-mock-status"
 NO_USAGE = b"x-mock-no-usage"
 HOLD = b"x-mock-hold"
 RETRY_AFTER = b"x-mock-retry-after"
+ERROR_BODY = b"x-mock-error-body"
+ERROR_BODIES = ("json", "empty", "text", "detail")
 
 HEADER_NAMES = tuple(
     h.decode()
-    for h in (TOKENS, TOKEN_RATE, DELAY_MS, HANG, STALL_AFTER, DIE_AFTER, STATUS, NO_USAGE, HOLD, RETRY_AFTER)
+    for h in (TOKENS, TOKEN_RATE, DELAY_MS, HANG, STALL_AFTER, DIE_AFTER, STATUS, NO_USAGE, HOLD, RETRY_AFTER,
+              ERROR_BODY)
 )
 
 DEFAULT_TOKENS = 16
@@ -51,6 +54,9 @@ class Steering:
     no_usage: bool = False
     hold: str | None = None
     retry_after: str | None = None
+    # the shape of an x-mock-status answer's body: OpenAI's envelope ("json"), none,
+    # plain text as a proxy in front of a backend answers, or FastAPI's {"detail": ...}
+    error_body: str = "json"
 
     @property
     def plain(self) -> bool:
@@ -132,6 +138,11 @@ def _apply(steer: Steering, name: bytes, value: bytes) -> None:
         steer.hold = value.decode("latin-1") or None
     elif name == RETRY_AFTER:
         steer.retry_after = value.decode("latin-1")
+    elif name == ERROR_BODY:
+        shape = value.decode("latin-1").lower()
+        if shape not in ERROR_BODIES:
+            raise SteeringError(f"x-mock-error-body: expected one of {', '.join(ERROR_BODIES)}")
+        steer.error_body = shape
     # Unknown x-mock-* headers are ignored so newer tests run against older mocks.
 
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..errors import Refusal
+from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.plan import features_of, plan_of
@@ -35,9 +35,11 @@ _encode = msgspec.json.encode
 class ValidationStage(BaseStage):
     name = "validation"
 
-    def __init__(self, vocab_sizes: dict[str, int]) -> None:
+    def __init__(self, vocab_sizes: dict[str, int], serves: dict[str, frozenset[str]] | None = None) -> None:
         self.validator = Validator(vocab_sizes)
         self.paths = frozenset(self.validator.routes)
+        # model -> the routes it is declared for (models.<name>.serves)
+        self.serves = serves
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         path = ctx.route.path if ctx.route is not None else ctx.path
@@ -48,6 +50,10 @@ class ValidationStage(BaseStage):
             request = self.validator.validate(path, ctx.body, plan, features_of(ctx, plan))
         except Refusal as refusal:
             return refusal
+        serves = self.serves
+        if serves is not None and request.route not in serves[request.model]:
+            return Refusal(Reason.model_route_unsupported,
+                           f"The model `{request.model}` does not serve {path}", param="model")
         if request.changed:
             ctx.body = _encode(request.body)
         # The body is authoritative from here on: a dict an earlier stage decoded may be
@@ -67,4 +73,5 @@ class ValidationStage(BaseStage):
 
 def build(services) -> ValidationStage:
     registry = shared_registry(services)
-    return ValidationStage({model: counter.vocab_size for model, counter in registry.counters.items()})
+    return ValidationStage({model: counter.vocab_size for model, counter in registry.counters.items()},
+                           {model: frozenset(spec.serves) for model, spec in services.config.models.items()})

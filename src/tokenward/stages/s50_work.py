@@ -5,7 +5,10 @@ never-undercounting bound). Then:
 
 - ``context_too_large`` when the largest outer item's prompt plus the clamped output
   exceeds the smaller of the plan's ``max_context_tokens`` and the model's
-  ``context_window``;
+  ``context_window``. The prompt is taken at its *lower* bound: an exact count is its
+  own bound, ``estimate``'s is bytes / 128, so a refusal happens only where the prompt is
+  certainly too long, never because an upper bound is loose (the backend refuses the
+  rest itself, before generating: ``upstream_rejected``);
 - aggregate work = candidates x (sum of the items' input tokens + items x max output)
   + surcharges (the plan's ``structured_output_surcharge`` for a constrained output,
   each attachment's surcharge and size bound); with equal items that is the familiar
@@ -52,11 +55,13 @@ class WorkStage(BaseStage):
         plan = plan_of(ctx)
         max_out = request.max_output_tokens
         limit = min(plan.max_context_tokens, self.windows[request.model])
-        largest = max(items, default=0)   # validation refuses a request with no input item
+        # validation refuses a request with no input item
+        largest = counter.lower_bound(max(items, default=0))
         if largest + max_out > limit:
+            least = "" if counter.exact else "at least "
             return Refusal(
                 Reason.context_too_large,
-                f"This request needs {largest} prompt tokens plus {max_out} output tokens; "
+                f"This request needs {least}{largest} prompt tokens plus {max_out} output tokens; "
                 f"the limit is {limit} tokens", param=_INPUT_FIELD[request.route])
         input_tokens = sum(items)
         surcharge = request.attachment_tokens

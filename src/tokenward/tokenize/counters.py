@@ -12,6 +12,15 @@ bound plus at most one dummy-prefix token per text, which the per-message overhe
 covers. Its overheads (8 per message, 8 for the reply) are at least those of the OpenAI
 chat format (3 and 3) and of ChatML / Llama-3 templates (4 to 5 special tokens).
 
+An upper bound is what a reservation needs; it is the wrong thing to refuse with: real
+text averages 3-5 bytes per token, so a prompt that fits the model four times over
+would look too long. ``lower_bound`` is what a refusal may use: no token of those
+vocabularies is longer than ``MAX_TOKEN_BYTES`` (cl100k_base's and o200k_base's longest,
+128 spaces), so B bytes are at least B / 128 tokens. With ``estimate`` the gateway thus
+refuses for context only what is certainly too long, and leaves the rest to the backend,
+whose own refusal (``upstream_rejected``) costs no generation. Exact counters' bounds are
+their counts.
+
 Exact counters cache counts of longer texts (system prompts and conversation history
 are sent again on every turn). The cache key is the text's hash and length, never the
 text, so no prompt is kept in memory; the hash is Python's per-process keyed SipHash.
@@ -26,15 +35,22 @@ _CACHE_ENTRIES = 8192
 _CACHE_MIN_CHARS = 64
 # Token ids without a known vocabulary are at least bounded to what backends store (int32).
 UNKNOWN_VOCAB = 2**31 - 1
+MAX_TOKEN_BYTES = 128
 
 
 class Counter:
     spec = "estimate"
     kind = "estimate"
+    exact = True
     vocab_size = UNKNOWN_VOCAB
     message_overhead = 8
     name_overhead = 1
     reply_overhead = 8
+    template: str | None = None   # the chat template family the overheads come from
+
+    def lower_bound(self, tokens: int) -> int:
+        """The fewest tokens a prompt this counter counted as ``tokens`` can really be."""
+        return tokens
 
     def count(self, text: str) -> int:
         raise NotImplementedError
@@ -43,8 +59,17 @@ class Counter:
         """Tokens of JSON text the template renders into the prompt (tools, schemas)."""
         return self.count(raw.decode("utf-8", "replace"))
 
+    def count_uncached(self, text: str) -> int:
+        """For text seen once (a generated answer): no cache entry to evict others with."""
+        return self.count(text)
+
 
 class EstimateCounter(Counter):
+    exact = False
+
+    def lower_bound(self, tokens: int) -> int:
+        return -(-tokens // MAX_TOKEN_BYTES)
+
     def __init__(self, spec: str = "estimate", vocab_size: int | None = None) -> None:
         self.spec = spec
         if vocab_size is not None:
@@ -80,6 +105,9 @@ class _CachedCounter(Counter):
             del cache[next(iter(cache))]  # oldest first
         cache[key] = tokens
         return tokens
+
+    def count_uncached(self, text: str) -> int:
+        return self._encode_len(text)
 
     def clear_cache(self) -> None:
         self._cache.clear()

@@ -10,13 +10,16 @@ Specs:
   vocabulary size bounds token ids sent as prompts.
 
 A spec that cannot be loaded is a ``ConfigError`` naming the model, raised at start-up,
-never on a request. Models sharing a spec share one counter.
+never on a request. Models sharing a spec and a chat template share one counter; the
+template (``models.<name>.chat_template``, else detected) sets its per-message overheads
+(``templates.py``).
 """
 
 from __future__ import annotations
 
 from ..config.schema import Config
 from ..errors import ConfigError
+from . import templates
 from .counters import Counter, EstimateCounter, HfCounter, TiktokenCounter
 from .tiktoken_files import load_encoding
 
@@ -45,16 +48,19 @@ def build_counter(spec: str) -> Counter:
 
 class TokenizerRegistry:
     def __init__(self, config: Config) -> None:
-        by_spec: dict[str, Counter] = {}
+        by_spec: dict[tuple[str, str | None], Counter] = {}
         self.counters: dict[str, Counter] = {}
-        for model, spec in sorted((m, c.tokenizer) for m, c in config.models.items()):
-            counter = by_spec.get(spec)
+        for model, spec, family in sorted((m, c.tokenizer, c.chat_template) for m, c in config.models.items()):
+            counter = by_spec.get((spec, family))
             if counter is None:
                 try:
                     counter = build_counter(spec)
                 except ConfigError as exc:
                     raise ConfigError(f"models.{model}.tokenizer", exc.message) from None
-                by_spec[spec] = counter
+                template = templates.TEMPLATES[family] if family is not None else templates.detect(counter)
+                if template is not None:
+                    templates.apply(counter, template)
+                by_spec[(spec, family)] = counter
             self.counters[model] = counter
 
     def for_model(self, model: str) -> Counter | None:

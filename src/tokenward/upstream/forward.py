@@ -1,9 +1,14 @@
 """The last step: send an admitted request to its backend and relay the answer.
 
-Non-streaming answers are relayed whole; streams are relayed event by event as they
-arrive. Whatever happens, the backend connection is closed or returned to the pool
-before this returns, so a client that goes away cancels the backend's work at once.
-Returns the ``Exit`` the runner settles with.
+Non-streaming answers are relayed whole; streams event by event (``stream_relay.py``).
+Whatever happens, the backend connection is closed or returned to the pool before this
+returns, so a client that goes away cancels the backend's work at once. Returns the
+``Exit`` the runner settles with; what the backend may have consumed decides its usage:
+
+- the connection was refused (nothing was written): nothing done, refunded;
+- the request was written and the connection then failed: possibly consumed, its usage
+  unknown (charged in full), or counted from what the stream delivered;
+- the backend answered an error status: it did no generation, refunded.
 """
 
 from __future__ import annotations
@@ -14,19 +19,19 @@ import msgspec
 
 from ..config.schema import StreamConfig
 from ..errors import Reason, Refusal
-from ..http.responses import SSE_HEADERS, send_bytes, send_refusal, sse_error_event
+from ..http.responses import send_bytes, send_refusal
 from ..pipeline.context import RequestContext
-from ..pipeline.lifecycle import State
 from ..pipeline.stage import Exit, ExitKind
 from ..reconcile.usage import UNKNOWN, Usage, from_reported
+from .backend_errors import backend_refusal
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout
-from .prepare import UpstreamCall, prepare
-from .sse import SseTap
+from .prepare import prepare
 from .stream_clock import StreamClock
-from .targets import TargetTable
+from .stream_relay import relay_stream
+from .targets import Target, TargetTable
 
 _JSON_CT = (b"content-type", b"application/json")
-_NOTHING_DONE = Usage(0, 0, "counted")
+NOTHING_DONE = Usage(0, 0, "counted")
 
 
 class _UsageOnly(msgspec.Struct):
@@ -36,30 +41,45 @@ class _UsageOnly(msgspec.Struct):
 _usage_of = msgspec.json.Decoder(_UsageOnly).decode
 
 
-def _usage_from_body(body: bytes) -> Usage:
-    try:
-        return from_reported(_usage_of(body).usage)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return UNKNOWN
-
-
-def _fail(ctx: RequestContext, reason: Reason, message: str) -> Refusal:
+def fail(ctx: RequestContext, refusal: Refusal, upstream_status: int | None = None) -> Refusal:
+    """Record on the context that the forward step ended the request with ``refusal``."""
     ctx.deciding_stage = "forward"
-    ctx.reason = reason.name
-    ctx.status = reason.status
-    return Refusal(reason, message)
+    ctx.reason = refusal.reason.name
+    ctx.status = refusal.status
+    return refusal
 
 
 async def _answer_failure(ctx: RequestContext, exc: UpstreamError, doing: str) -> Exit:
     """Map a backend failure before the client got a byte to its refusal, and answer it."""
     if isinstance(exc, UpstreamTimeout):
-        reason, message, usage = Reason.upstream_timeout, f"backend did not {doing} in time", UNKNOWN
+        refusal, usage = Refusal(Reason.upstream_timeout, f"backend did not {doing} in time"), UNKNOWN
     else:
-        reason, message = Reason.upstream_unavailable, f"backend unavailable: {exc.detail}"
-        # A refused connection means the backend never saw the request.
-        usage = _NOTHING_DONE if isinstance(exc, UpstreamConnectError) else UNKNOWN
-    await send_refusal(ctx.send, _fail(ctx, reason, message), ctx.request_id.encode())
-    return Exit(ExitKind.UPSTREAM_FAILED, reason.name, usage)
+        refusal = Refusal(Reason.upstream_unavailable, f"backend unavailable: {exc.detail}")
+        # Only a connection refused before any byte was written proves the backend never
+        # saw the request; anything later may have started generation.
+        usage = NOTHING_DONE if isinstance(exc, UpstreamConnectError) else UNKNOWN
+    await send_refusal(ctx.send, fail(ctx, refusal), ctx.request_id.encode())
+    return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
+
+
+def upstream_request_id(request_id: str) -> str:
+    """The UUID form of a gateway request id, for backends that take only UUIDs.
+
+    ``req_1a2b3c4d2f`` (process prefix ``1a2b3c4d``, counter ``2f``) becomes
+    ``1a2b3c4d-0000-4000-8000-00000000002f``: a version-4-shaped UUID that an operator
+    can map back to the gateway's id by eye, with no lookup and nothing random to log.
+    """
+    prefix, counter = request_id[4:12], request_id[12:]
+    if len(prefix) == 8 and 0 < len(counter) <= 12:
+        try:
+            int(prefix + counter, 16)
+        except ValueError:
+            pass
+        else:
+            return f"{prefix}-0000-4000-8000-{counter:0>12}"
+    import uuid
+
+    return str(uuid.uuid4())  # an id from elsewhere (tests, other front ends)
 
 
 class Forwarder:
@@ -69,7 +89,7 @@ class Forwarder:
         self.idle_timeout = stream.idle_timeout_s
         self._stream_clock: StreamClock | None = None
 
-    def _clock(self) -> StreamClock:
+    def clock(self) -> StreamClock:
         if self._stream_clock is None:
             loop = asyncio.get_running_loop()
             self._stream_clock = StreamClock(loop, self.idle_timeout, self.max_duration)
@@ -78,7 +98,10 @@ class Forwarder:
     async def __call__(self, ctx: RequestContext) -> Exit:
         call = prepare(ctx, self.targets, ctx.route.upstream_path)
         target = call.target
-        headers = [_JSON_CT, (b"x-request-id", ctx.request_id.encode())]
+        headers = [_JSON_CT]
+        if target.request_id_header is not None:
+            rid = ctx.request_id if target.request_id_format == "gateway" else upstream_request_id(ctx.request_id)
+            headers.append((target.request_id_header, rid.encode()))
         headers += target.auth_headers
         headers += target.allow.select(ctx.headers)
         watch = ctx.disconnect
@@ -92,8 +115,10 @@ class Forwarder:
                 return await _answer_failure(ctx, exc, "answer")
             ctx.upstream_status = resp.status
             try:
+                if resp.status >= 400:
+                    return await self._relay_error(ctx, target, resp, timeout)
                 if call.stream and resp.status == 200:
-                    return await self._relay_stream(ctx, call, resp)
+                    return await relay_stream(self, ctx, call, resp)
                 return await self._relay_whole(ctx, resp, timeout)
             finally:
                 resp.abort()  # no-op when the body was read to the end
@@ -106,13 +131,16 @@ class Forwarder:
             body = await resp.read(timeout=timeout)
         except UpstreamError as exc:
             return await _answer_failure(ctx, exc, "finish")
-        if resp.status < 400:
-            ctx.usage = _usage_from_body(body)
-        else:
-            # The backend refused the work itself; nothing was generated.
-            ctx.usage = _NOTHING_DONE
-            ctx.deciding_stage = "forward"
-            ctx.reason = Reason.upstream_error.name
+        try:
+            ctx.usage = from_reported(_usage_of(body).usage)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            # An empty answer did nothing we can see; one that is not a JSON object may
+            # have generated and lost its text: charged in full.
+            usage = NOTHING_DONE if not body.strip() else UNKNOWN
+            what = "an empty body" if usage is NOTHING_DONE else "a body that is not a JSON object"
+            refusal = Refusal(Reason.upstream_error, f"the backend answered {resp.status} with {what}")
+            await send_refusal(ctx.send, fail(ctx, refusal), ctx.request_id.encode())
+            return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
         ctx.status = resp.status
         headers = [(b"content-type", resp.header(b"content-type") or b"application/json"),
                    (b"x-request-id", ctx.request_id.encode())]
@@ -121,48 +149,16 @@ class Forwarder:
         await send_bytes(ctx.send, resp.status, headers, body)
         return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
-    async def _relay_stream(self, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
-        send = ctx.send
-        ctx.lifecycle.move(State.STREAMING)
-        ctx.status = 200
-        headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
-        if ctx.response_headers:
-            headers += ctx.response_headers
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
-        tap = SseTap(drop_usage_event=not call.client_wants_usage)
-        clock = self._clock()
-        stream = clock.open(resp)
-        now = clock.now
+    async def _relay_error(self, ctx: RequestContext, target: Target, resp: UpstreamResponse,
+                           timeout: float) -> Exit:
+        """The backend refused the work itself: nothing was generated; the client gets the
+        gateway's envelope for it (backend_errors.py)."""
         try:
-            while True:
-                stream.waiting_since = now()
-                try:
-                    chunk = await resp.next_chunk(timeout=None)
-                except UpstreamError:
-                    if stream.expired is not None:
-                        return await self._end_stream(ctx, tap, stream.expired, ExitKind.STREAM_TIMEOUT)
-                    return await self._end_stream(ctx, tap, Reason.upstream_unavailable, ExitKind.UPSTREAM_FAILED)
-                stream.waiting_since = None
-                if chunk is None:
-                    break
-                out = tap.feed(chunk)
-                if out:
-                    await send({"type": "http.response.body", "body": out, "more_body": True})
-        finally:
-            clock.close(stream)
-        await send({"type": "http.response.body", "body": tap.finish(), "more_body": False})
-        ctx.usage = tap.counted
-        return Exit(ExitKind.COMPLETED, None, ctx.usage)
-
-    async def _end_stream(self, ctx: RequestContext, tap: SseTap, reason: Reason, kind: ExitKind) -> Exit:
-        messages = {
-            Reason.stream_duration_exceeded: f"stream exceeded its maximum duration of {self.max_duration:g}s",
-            Reason.stream_idle_timeout: f"backend sent nothing for {self.idle_timeout:g}s",
-            Reason.upstream_unavailable: "backend connection failed mid-stream",
-        }
-        refusal = _fail(ctx, reason, messages[reason])
-        ctx.status = 200  # the client already has a 200; the reason travels in-band
-        ctx.usage = tap.counted
-        body = tap.finish() + sse_error_event(refusal)
-        await ctx.send({"type": "http.response.body", "body": body, "more_body": False})
-        return Exit(kind, reason.name, ctx.usage)
+            body = await resp.read(timeout=timeout)
+        except UpstreamError:
+            body = b""
+        refusal = backend_refusal(resp.status, body, resp.header(b"retry-after"),
+                                  target.backend_model, ctx.model)
+        ctx.usage = NOTHING_DONE
+        await send_refusal(ctx.send, fail(ctx, refusal), ctx.request_id.encode())
+        return Exit(ExitKind.COMPLETED, None, NOTHING_DONE)

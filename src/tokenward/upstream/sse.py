@@ -1,123 +1,68 @@
-"""A sans-IO tap on a server-sent-events stream: bytes in, bytes out, usage captured.
+"""Server-sent events, sans-IO: bytes in, whole events out.
 
-The tap passes complete events through untouched (it holds back only a trailing partial
-event), records the last non-null ``usage`` it sees (a streamed cumulative usage
-overrides, never adds), counts content-bearing deltas for backends that report no usage
-(llama.cpp ignores ``stream_options.include_usage``), and can drop the usage-only final
-chunk that the gateway asked for on a client's behalf.
+``SseSplitter.feed`` takes whatever the backend sent and returns the complete events in
+it (an event ends at a blank line: ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``), keeping a
+trailing partial event for the next call. Each ``SseEvent`` keeps its exact bytes, so an
+event nobody needs to change goes to the client as the backend wrote it, and its
+``data`` (the ``data:`` lines joined, as the SSE spec says) for the readers that need it.
 """
 
 from __future__ import annotations
 
 import re
 
-import msgspec
-
-from ..reconcile.usage import Usage, from_reported
-
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
-_USAGE = b'"usage"'
-_DONE = b"data: [DONE]"
-# A delta carrying generated text; the empty variants are role or finish chunks.
-_MARKERS = tuple(
-    (f'"{field}":{space}"'.encode(), f'"{field}":{space}""'.encode())
-    for field in ("content", "text", "arguments") for space in ("", " ")
-)
-_decode = msgspec.json.decode
+DONE_DATA = b"[DONE]"
 
 
-def _count_deltas(region: bytes) -> int:
-    count = 0
-    for marker, empty in _MARKERS:
-        hits = region.count(marker)
-        if hits:
-            count += hits - region.count(empty)
-    return count
+class SseEvent:
+    __slots__ = ("raw", "data")
 
-
-def _event_data(event: bytes) -> bytes | None:
-    lines = [line[5:].lstrip(b" ") for line in event.splitlines() if line.startswith(b"data:")]
-    return b"\n".join(lines) if lines else None
-
-
-class SseTap:
-    __slots__ = ("_buf", "drop_usage_event", "usage", "content_events", "saw_done", "events_dropped")
-
-    def __init__(self, drop_usage_event: bool) -> None:
-        self._buf = b""
-        self.drop_usage_event = drop_usage_event
-        self.usage: Usage | None = None
-        self.content_events = 0
-        self.saw_done = False
-        self.events_dropped = 0
-
-    def feed(self, data: bytes) -> bytes:
-        """Take bytes from the backend; return the bytes to pass to the client now."""
-        if self._buf:
-            data = self._buf + data
-        end = self._last_boundary(data)
-        if end < 0:
-            self._buf = data
-            return b""
-        region, self._buf = data[:end], data[end:]
-        self.content_events += _count_deltas(region)
-        if not self.saw_done and _DONE in region:
-            self.saw_done = True
-        if _USAGE in region:
-            return self._take_usage(region)
-        return region
-
-    def finish(self) -> bytes:
-        """The end of the stream: whatever partial event is left goes out as it is."""
-        rest, self._buf = self._buf, b""
-        return rest
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.data = _data_of(raw)
 
     @property
-    def counted(self) -> Usage:
-        """What the stream shows so far: backend-reported usage, else counted deltas."""
-        if self.usage is not None:
-            return self.usage
-        return Usage(None, self.content_events, "counted")
+    def done(self) -> bool:
+        """The OpenAI end-of-stream marker, ``data: [DONE]``."""
+        return self.data == DONE_DATA
 
-    @staticmethod
-    def _last_boundary(data: bytes) -> int:
+    def __repr__(self) -> str:
+        return f"SseEvent({self.raw[:60]!r})"
+
+
+def _data_of(raw: bytes) -> bytes | None:
+    if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and b"\r" not in raw:
+        return raw[6:].rstrip(b"\n")  # the common shape: one data line
+    lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
+    if not lines:
+        return None  # a comment (": ping") or an event with no data
+    return b"\n".join(line[1:] if line[:1] == b" " else line for line in lines)
+
+
+class SseSplitter:
+    __slots__ = ("_buf",)
+
+    def __init__(self) -> None:
+        self._buf = b""
+
+    def feed(self, data: bytes) -> list[SseEvent]:
+        if self._buf:
+            data = self._buf + data
         if b"\r" not in data:
-            idx = data.rfind(b"\n\n")
-            return idx + 2 if idx >= 0 else -1
-        last = -1
-        for match in _BOUNDARY.finditer(data):
-            last = match.end()
-        return last
-
-    def _take_usage(self, region: bytes) -> bytes:
-        kept: list[bytes] = []
-        dropped = False
+            events = data.split(b"\n\n")
+            self._buf = events.pop()
+            return [SseEvent(e + b"\n\n") for e in events if e]
+        out = []
         pos = 0
-        for match in _BOUNDARY.finditer(region):
-            event = region[pos:match.end()]
+        for match in _BOUNDARY.finditer(data):
+            if match.start() > pos:
+                out.append(SseEvent(data[pos:match.end()]))
             pos = match.end()
-            if _USAGE in event and self._record_usage(event) and self.drop_usage_event:
-                dropped = True
-                self.events_dropped += 1
-                continue
-            kept.append(event)
-        if pos < len(region):
-            kept.append(region[pos:])
-        return b"".join(kept) if dropped else region
+        self._buf = data[pos:]
+        return out
 
-    def _record_usage(self, event: bytes) -> bool:
-        """Record the event's usage; True if it is a usage-only chunk (no choices)."""
-        data = _event_data(event)
-        if data is None:
-            return False
-        try:
-            obj = _decode(data)
-        except msgspec.DecodeError:
-            return False
-        if not isinstance(obj, dict):
-            return False
-        usage = from_reported(obj.get("usage"))
-        if not usage.known:
-            return False
-        self.usage = usage
-        return obj.get("choices") == []
+    def finish(self) -> bytes:
+        """What is left when the stream ends: a partial event, never delivered as one."""
+        rest, self._buf = self._buf, b""
+        return rest

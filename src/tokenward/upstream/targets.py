@@ -7,11 +7,14 @@ header, the forwarded-header allowlist and the model rename are all precomputed.
 from __future__ import annotations
 
 import os
+import re
 import ssl
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
 from .client import UpstreamPool
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 class HeaderAllowlist:
@@ -42,11 +45,11 @@ class HeaderAllowlist:
 
 class Target:
     __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
-                 "read_timeout")
+                 "read_timeout", "request_id_header", "request_id_format", "output_counter")
 
     def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
-                 read_timeout: float) -> None:
+                 read_timeout: float, up: UpstreamConfig | None = None, output_counter=None) -> None:
         self.model = model
         self.upstream_name = upstream_name
         self.pool = pool
@@ -54,13 +57,20 @@ class Target:
         self.auth_headers = auth_headers
         self.allow = allow
         self.read_timeout = read_timeout
+        up = up or UpstreamConfig(base_url="")
+        # the header carrying the request's id to the backend (None: none is sent)
+        self.request_id_header = up.request_id_header.lower().encode() if up.request_id_header else None
+        self.request_id_format = up.request_id_format
+        # the model's own tokenizer, to count streamed output a backend does not report;
+        # None for ``estimate`` (token events are counted instead)
+        self.output_counter = output_counter
 
     @property
     def renames(self) -> bool:
         return self.backend_model != self.model
 
 
-def _auth_headers(name: str, up: UpstreamConfig) -> list[tuple[bytes, bytes]]:
+def auth_headers(name: str, up: UpstreamConfig) -> list[tuple[bytes, bytes]]:
     key = up.api_key
     if up.api_key_env:
         key = os.environ.get(up.api_key_env, "").strip() or None
@@ -80,17 +90,28 @@ def _pool(up: UpstreamConfig, base_url: str) -> UpstreamPool:
                         ssl_context=context)
 
 
+def _check_header_name(name: str, up: UpstreamConfig) -> None:
+    if up.request_id_header is not None and up.request_id_header != "" and not _TOKEN.fullmatch(up.request_id_header):
+        raise ConfigError(f"upstreams.{name}.request_id_header",
+                          f"{up.request_id_header!r} is not an HTTP header name")
+
+
 class TargetTable:
-    def __init__(self, config: Config, resolved_urls: dict[str, str]) -> None:
+    def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict | None = None) -> None:
         self.pools: dict[str, UpstreamPool] = {}
         self.targets: dict[str, Target] = {}
         for name, up in config.upstreams.items():
+            _check_header_name(name, up)
             self.pools[name] = _pool(up, resolved_urls.get(name, up.base_url))
+        counters = counters or {}
         for model, spec in config.models.items():
             up = config.upstreams[spec.upstream]
+            counter = counters.get(model)
+            exact = counter if counter is not None and counter.kind != "estimate" else None
             self.targets[model] = Target(
                 model, spec.upstream, self.pools[spec.upstream], spec.upstream_model or model,
-                _auth_headers(spec.upstream, up), HeaderAllowlist(up.forward_headers), up.read_timeout_s)
+                auth_headers(spec.upstream, up), HeaderAllowlist(up.forward_headers), up.read_timeout_s,
+                up, exact)
 
     def get(self, model: str) -> Target | None:
         return self.targets.get(model)

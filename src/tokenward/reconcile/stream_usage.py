@@ -1,0 +1,220 @@
+"""What a streamed answer used, read from its events as they pass (sans-IO).
+
+A backend that reports usage in the stream (OpenAI, vLLM: the gateway asks for it) is
+taken at its word: the last reported usage wins, a cumulative count overriding rather
+than adding. A backend that reports none (llama.cpp's servers ignore
+``stream_options.include_usage``) is counted:
+
+- one *token event* per choice chunk that carries output (``delta.content``,
+  ``reasoning_content``, ``refusal``, tool-call arguments, or a completion's ``text``),
+  **empty or not**: a server sends one chunk per token, and a token that is only part of
+  a character, or a special token, arrives with empty text. The role chunk and a finish
+  chunk with no text are not tokens;
+- where the model has a tokenizer, the delivered text of each choice is tokenized at the
+  end, plus one token per empty event (their tokens left no text): a server that merges
+  several tokens into one chunk (held-back bytes of a character) is counted right too.
+  The larger of the two counts is taken, per choice.
+
+It also tells how the stream ended: which choices got a ``finish_reason``, whether the
+backend sent ``[DONE]``, whether any choice chunk came at all.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .usage import Usage, from_reported
+
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCall(msgspec.Struct):
+    function: _Function | None = None
+
+
+class _Delta(msgspec.Struct):
+    role: str | None = None
+    content: str | None = None
+    reasoning_content: str | None = None
+    refusal: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Choice(msgspec.Struct):
+    index: int = 0
+    delta: _Delta | None = None
+    text: str | None = None
+    finish_reason: str | None = None
+
+
+class _Chunk(msgspec.Struct):
+    id: str | None = None
+    kind: str | None = msgspec.field(default=None, name="object")
+    created: int | None = None
+    model: str | None = None
+    choices: list[_Choice] | None = None
+    usage: dict | None = None
+    error: object = None
+
+
+_decode_chunk = msgspec.json.Decoder(_Chunk).decode
+_decode_any = msgspec.json.decode
+
+# what one event was, for the relay
+OTHER, TOKENS, USAGE_ONLY, DONE, ERROR = range(5)
+
+
+def _delta_text(delta: _Delta) -> tuple[bool, str]:
+    """(carries output, its text) of a chat delta."""
+    parts = []
+    carries = False
+    for value in (delta.content, delta.reasoning_content, delta.refusal):
+        if value is not None:
+            carries = True
+            if value:
+                parts.append(value)
+    if delta.tool_calls:
+        carries = True
+        for call in delta.tool_calls:
+            fn = call.function
+            if fn is not None:
+                if fn.name:
+                    parts.append(fn.name)
+                if fn.arguments:
+                    parts.append(fn.arguments)
+    if carries and delta.role is not None and not parts:
+        return False, ""  # the role chunk ({"role": "assistant", "content": ""})
+    return carries, "".join(parts)
+
+
+class _ChoiceCount:
+    __slots__ = ("events", "empty", "texts", "finish")
+
+    def __init__(self) -> None:
+        self.events = 0
+        self.empty = 0
+        self.texts: list[str] = []
+        self.finish: str | None = None
+
+
+class StreamUsage:
+    """Feed every event with ``observe``; read ``usage(prompt_tokens)`` at any point."""
+
+    __slots__ = ("reported", "saw_done", "unreadable", "_choices", "_count_text", "_counter",
+                 "stream_id", "object", "created", "model")
+
+    def __init__(self, counter=None) -> None:
+        # counter: the model's tokenizer (``tokenize.counters.Counter``) when it has a real
+        # one; None counts token events only.
+        self._counter = counter
+        self._count_text = counter is not None
+        self.reported: Usage | None = None
+        self.saw_done = False
+        self.unreadable = 0          # data events that were not a chunk we could read
+        self._choices: dict[int, _ChoiceCount] = {}
+        # the stream's own id and shape, for a usage chunk the gateway adds
+        self.stream_id: str | None = None
+        self.object: str | None = None
+        self.created: int | None = None
+        self.model: str | None = None
+
+    def observe(self, data: bytes | None) -> int:
+        """Account for one event's data; return what it was (TOKENS, USAGE_ONLY, DONE, ...)."""
+        if data is None:
+            return OTHER
+        if data == b"[DONE]":
+            self.saw_done = True
+            return DONE
+        try:
+            chunk = _decode_chunk(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return self._observe_loosely(data)
+        kind = OTHER
+        if self.stream_id is None and chunk.id is not None:
+            self.stream_id, self.object, self.created, self.model = chunk.id, chunk.kind, chunk.created, chunk.model
+        if chunk.usage is not None:
+            usage = from_reported(chunk.usage)
+            if usage.known:
+                self.reported = usage
+                if not chunk.choices:
+                    return USAGE_ONLY
+        if chunk.error is not None and not chunk.choices:
+            return ERROR
+        for choice in chunk.choices or ():
+            count = self._choices.get(choice.index)
+            if count is None:
+                count = self._choices[choice.index] = _ChoiceCount()
+            if choice.delta is not None:
+                carries, text = _delta_text(choice.delta)
+            elif choice.text is not None:
+                carries, text = True, choice.text
+            else:
+                carries, text = False, ""
+            if choice.finish_reason is not None:
+                count.finish = choice.finish_reason
+                if not text:
+                    carries = False  # a finish chunk, not a token
+            if carries:
+                kind = TOKENS
+                count.events += 1
+                if text:
+                    if self._count_text:
+                        count.texts.append(text)
+                else:
+                    count.empty += 1
+        return kind
+
+    def _observe_loosely(self, data: bytes) -> int:
+        """An event whose fields have unexpected types: keep its usage, count it as a token
+        if it has choices, and note it (the record says how many)."""
+        self.unreadable += 1
+        try:
+            obj = _decode_any(data)
+        except msgspec.DecodeError:
+            return OTHER
+        if not isinstance(obj, dict):
+            return OTHER
+        usage = from_reported(obj.get("usage"))
+        if usage.known:
+            self.reported = usage
+        choices = obj.get("choices")
+        if isinstance(choices, list) and choices:
+            count = self._choices.setdefault(0, _ChoiceCount())
+            count.events += 1
+            count.empty += 1
+            return TOKENS
+        return USAGE_ONLY if usage.known else OTHER
+
+    @property
+    def any_choice(self) -> bool:
+        """Did any choice chunk arrive (a role chunk counts)?"""
+        return bool(self._choices)
+
+    @property
+    def token_events(self) -> int:
+        return sum(c.events for c in self._choices.values())
+
+    def unfinished(self) -> list[int]:
+        """Indices of the choices seen without a ``finish_reason``."""
+        return [i for i, c in self._choices.items() if c.finish is None]
+
+    def counted_output(self) -> int:
+        total = 0
+        counter = self._counter
+        for choice in self._choices.values():
+            tokens = choice.events
+            if counter is not None and choice.texts:
+                by_text = counter.count_uncached("".join(choice.texts)) + choice.empty
+                if by_text > tokens:
+                    tokens = by_text
+            total += tokens
+        return total
+
+    def usage(self, prompt_tokens: int | None) -> Usage:
+        """The backend's reported usage if it sent one, else the gateway's count."""
+        if self.reported is not None:
+            return self.reported
+        return Usage(prompt_tokens, self.counted_output(), "counted")

@@ -1,0 +1,147 @@
+"""Relay one streamed answer, event by event, and end it honestly.
+
+- The response head waits for the backend's first event: a stream that ends with no
+  event at all is answered as a whole, 502 ``upstream_error``, and refunded.
+- Every event is accounted (``reconcile/stream_usage.py``) before it is passed on; the
+  usage-only chunk the gateway asked for on the client's behalf is dropped.
+- ``data: [DONE]`` is held back and sent only once the backend's stream has ended cleanly
+  with every choice finished. A stream cut short (connection lost, idle or duration
+  limit, or a clean end with an unfinished choice: llama.cpp's ``interrupt_requests``
+  sends ``[DONE]`` and hangs up) gets one in-band error event and no ``[DONE]``.
+- A client that asked for ``include_usage`` gets a usage chunk before ``[DONE]`` even when
+  the backend sent none (llama.cpp): the gateway's count, marked in the decision record.
+- However the relay ends (a client that leaves included), ``ctx.usage`` is what the
+  stream showed so far: reported, else counted; unknown only if nothing arrived.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..errors import Reason, Refusal
+from ..http.responses import SSE_HEADERS, send_refusal, sse_error_event
+from ..pipeline.context import RequestContext
+from ..pipeline.lifecycle import State
+from ..pipeline.stage import Exit, ExitKind
+from ..reconcile.stream_usage import DONE, USAGE_ONLY, StreamUsage
+from ..reconcile.usage import UNKNOWN, Usage
+from .client import UpstreamError, UpstreamResponse
+from .sse import SseSplitter
+
+if TYPE_CHECKING:
+    from .forward import Forwarder
+    from .prepare import UpstreamCall
+
+_encode = msgspec.json.encode
+
+
+def _usage_so_far(account: StreamUsage, prompt: int | None) -> Usage:
+    if account.reported is not None or account.any_choice:
+        return account.usage(prompt)
+    return UNKNOWN  # nothing arrived that could be counted: the reservation stands
+
+
+def usage_chunk(account: StreamUsage, usage: Usage) -> bytes:
+    """An OpenAI usage-only chunk (``choices: []``) in the stream's own id and shape."""
+    prompt = usage.prompt_tokens or 0
+    completion = usage.completion_tokens or 0
+    chunk = {"id": account.stream_id or "", "object": account.object or "chat.completion.chunk",
+             "created": account.created or 0, "model": account.model or "", "choices": [],
+             "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
+                       "total_tokens": prompt + completion}}
+    return b"data: " + _encode(chunk) + b"\n\n"
+
+
+async def _start(ctx: RequestContext) -> None:
+    ctx.lifecycle.move(State.STREAMING)
+    ctx.status = 200
+    headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
+    if ctx.response_headers:
+        headers += ctx.response_headers
+    await ctx.send({"type": "http.response.start", "status": 200, "headers": headers})
+
+
+_MESSAGES = {
+    Reason.upstream_unavailable: "backend connection failed mid-stream",
+    Reason.upstream_truncated: "the backend ended the stream before the answer was finished",
+}
+
+
+async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
+    from .forward import NOTHING_DONE, fail
+
+    account = StreamUsage(call.target.output_counter)
+    splitter = SseSplitter()
+    work = ctx.work
+    prompt = work.input_tokens if work is not None else None
+    send = ctx.send
+    drop_usage = not call.client_wants_usage
+    started = False
+    done_event = b""
+    ending: Reason | None = None
+    clock = fwd.clock()
+    stream = clock.open(resp)
+    now = clock.now
+    try:
+        while True:
+            stream.waiting_since = now()
+            try:
+                chunk = await resp.next_chunk(timeout=None)
+            except UpstreamError:
+                ending = stream.expired or Reason.upstream_unavailable
+                break
+            stream.waiting_since = None
+            if chunk is None:
+                break
+            out = []
+            for event in splitter.feed(chunk):
+                kind = account.observe(event.data)
+                if kind == DONE:
+                    done_event = event.raw  # only after a clean end
+                elif kind != USAGE_ONLY or not drop_usage:
+                    out.append(event.raw)
+            if out:
+                if not started:
+                    await _start(ctx)
+                    started = True
+                await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
+    finally:
+        clock.close(stream)
+        ctx.usage = _usage_so_far(account, prompt)
+    if account.unreadable:
+        ctx.note("stream_unreadable_events", account.unreadable)
+    if ending is None and (account.unfinished() or splitter.finish().strip()):
+        ending = Reason.upstream_truncated
+    if not started:
+        if ending is None:
+            # A 200 with no event at all: the backend generated nothing we could see.
+            refusal = Refusal(Reason.upstream_error, "the backend answered 200 with an empty stream")
+            ctx.usage = account.reported or NOTHING_DONE
+            kind = ExitKind.UPSTREAM_FAILED
+        else:
+            refusal = Refusal(ending, _message(fwd, ending))
+            kind = ExitKind.STREAM_TIMEOUT if stream.expired is not None else ExitKind.UPSTREAM_FAILED
+        await send_refusal(send, fail(ctx, refusal), ctx.request_id.encode())
+        return Exit(kind, refusal.reason.name, ctx.usage)
+    if ending is not None:
+        refusal = fail(ctx, Refusal(ending, _message(fwd, ending)))
+        ctx.status = 200  # the client already has a 200; the reason travels in-band
+        await send({"type": "http.response.body", "body": sse_error_event(refusal), "more_body": False})
+        kind = ExitKind.STREAM_TIMEOUT if stream.expired is not None else ExitKind.UPSTREAM_FAILED
+        return Exit(kind, ending.name, ctx.usage)
+    tail = b""
+    if call.client_wants_usage and account.reported is None:
+        tail = usage_chunk(account, ctx.usage)
+        ctx.note("usage_chunk", "gateway")
+    await send({"type": "http.response.body", "body": tail + done_event, "more_body": False})
+    return Exit(ExitKind.COMPLETED, None, ctx.usage)
+
+
+def _message(fwd: Forwarder, reason: Reason) -> str:
+    if reason is Reason.stream_duration_exceeded:
+        return f"stream exceeded its maximum duration of {fwd.max_duration:g}s"
+    if reason is Reason.stream_idle_timeout:
+        return f"backend sent nothing for {fwd.idle_timeout:g}s"
+    return _MESSAGES[reason]
