@@ -156,6 +156,36 @@ async def test_backend_unreachable_refunds_everything(tmp_path):
         assert await tokens_left(running) == TPM
 
 
+async def test_a_backend_lost_after_the_request_was_sent_keeps_the_charge(tmp_path):
+    """The backend reads the request and drops the connection without answering: it may
+    have started generating, so the request is neither resent nor refunded as if nothing
+    ran (a connect error, which the gateway refunds, used to be reported here)."""
+    received = []
+
+    async def swallow(reader, writer):
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length")))
+        received.append(await reader.readexactly(length))
+        writer.transport.abort()
+
+    server = await asyncio.start_server(swallow, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        config = budget_config(tmp_path, port, "memory", tpm=TPM)
+        async with in_process(config, clock=FakeClock()) as running:
+            key = await running.new_key()
+            resp = await running.client.post("/v1/chat/completions", json=chat(), headers=key)
+            assert resp.status_code == 502 and resp.json()["error"]["code"] == "upstream_unavailable"
+            await running.settled()
+            note = await last_budget_note(running, 1)
+            assert note["settle"] == "full" and note["refunded"] == 0
+            assert await tokens_left(running) == TPM - note["reserved"]
+            assert len(received) == 1          # sent once, never again
+    finally:
+        server.close()
+
+
 async def test_refused_before_admission_reserves_nothing(gw):
     resp = await gw.client.post("/v1/chat/completions", json=chat(), headers={"authorization": "Bearer tw_nope"})
     assert resp.status_code == 401

@@ -165,4 +165,10 @@ async def test_open_streams_and_request_rate_answers(tmp_path):
             limited = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=key)
             assert limited.status_code == 429 and limited.json()["error"]["code"] == "rate_limited"
             assert limited.headers["retry-after"] == "30"    # 2 a minute: one back every 30 s
+            # 429s carry the x-ratelimit-* headers too, as OpenAI's do (they used to carry none)
+            assert limited.headers["x-ratelimit-limit-requests"] == "2"
+            assert limited.headers["x-ratelimit-remaining-requests"] == "0"
+            assert limited.headers["x-ratelimit-reset-requests"] == "1m0s"   # until full again
+            assert limited.headers["x-ratelimit-limit-tokens"] == "100000"
+            assert "x-ratelimit-remaining-tokens" in busy.headers and "x-ratelimit-reset-tokens" in busy.headers
             assert await mock.requests() == 2

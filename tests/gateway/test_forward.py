@@ -271,3 +271,47 @@ async def test_key_store_outage_is_a_clean_503(gw, mock):
         control = await client.post(gw.url + "/v1/chat/completions", json=chat(),
                                     headers={"authorization": f"Bearer {fresh_key}"})
     assert control.status_code == 200 and await mock.requests() == 1
+
+
+@pytest.mark.parametrize("extra,expect", [
+    ("", "uuid"),
+    ("    request_id_header: x-correlation-id\n", "uuid"),
+    ("    request_id_format: gateway\n", "gateway"),
+    ("    request_id_header: null\n", None),
+])
+async def test_the_request_id_sent_upstream_is_configured_per_upstream(mock, tmp_path, extra, expect):
+    """Default: ``x-request-id`` as a UUID that maps back to the client's ``req_...`` id."""
+    from tests.support import base_config, gateway_in_process
+    from tokenward.upstream.forward import upstream_request_id
+
+    config = base_config(mock.url).replace("    read_timeout_s: 10\n", "    read_timeout_s: 10\n" + extra, 1)
+    async with gateway_in_process(config) as gw:
+        async with gw.client() as client:
+            resp = await client.post(gw.url + "/v1/chat/completions", json=chat())
+    assert resp.status_code == 200
+    client_id = resp.headers["x-request-id"]
+    sent = (await mock.stats())["last_request"]["headers"]
+    name = "x-correlation-id" if "correlation" in extra else "x-request-id"
+    if expect is None:
+        assert "x-request-id" not in sent
+    elif expect == "gateway":
+        assert sent[name] == client_id
+    else:
+        import uuid
+
+        assert sent[name] == upstream_request_id(client_id) == str(uuid.UUID(sent[name]))
+        assert sent[name].split("-")[0] == client_id[4:12]
+        assert int(sent[name].split("-")[-1], 16) == int(client_id[12:], 16)
+
+
+def test_a_header_name_that_is_not_one_is_a_config_error(mock):
+    from tests.support import base_config
+    from tokenward.config import parse_config
+    from tokenward.errors import ConfigError
+    from tokenward.upstream.targets import TargetTable
+
+    config = parse_config(base_config(mock.url).replace("    read_timeout_s: 10\n",
+                                                        "    read_timeout_s: 10\n    request_id_header: 'x id'\n", 1),
+                          environ={})
+    with pytest.raises(ConfigError, match="upstreams.mock.request_id_header"):
+        TargetTable(config, {})

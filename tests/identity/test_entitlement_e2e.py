@@ -28,6 +28,29 @@ async def test_model_not_entitled(gw, backend):
     assert (await gw.post("/v1/chat/completions", chat("small-chat"), bearer(globex))).status_code == 200
 
 
+async def test_tool_choice_naming_a_tool_outside_the_plan_is_refused(gw, backend):
+    """A forced ``tool_choice`` (or legacy ``function_call``) names a tool as surely as a
+    ``tools`` entry does; it used to pass entitlement unchecked."""
+    acme = await gw.new_key("acme")
+    before = await backend.requests()
+    forced = {"type": "function", "function": {"name": "shell"}}
+    resp = await gw.post("/v1/chat/completions", chat(tools=[TOOL], tool_choice=forced), bearer(acme))
+    await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="tool_choice.function.name")
+    resp = await gw.post("/v1/chat/completions", chat(tool_choice=forced), bearer(acme))
+    await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="tool_choice.function.name")
+    allowed = {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [
+        {"type": "function", "function": {"name": "search"}}, {"type": "function", "function": {"name": "shell"}}]}}
+    resp = await gw.post("/v1/chat/completions", chat(tools=[TOOL], tool_choice=allowed), bearer(acme))
+    await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="tool_choice.allowed_tools.tools[1]")
+    resp = await gw.post("/v1/chat/completions", chat(functions=[{"name": "search"}], function_call={"name": "shell"}),
+                         bearer(acme))
+    await assert_refused(resp, 403, "tools_not_entitled", backend, before, param="function_call.name")
+    for ok in ("auto", "none", "required", {"type": "function", "function": {"name": "search"}}):
+        resp = await gw.post("/v1/chat/completions", chat(tools=[TOOL], tool_choice=ok), bearer(acme))
+        assert resp.status_code == 200, resp.text
+    assert await backend.requests() == before + 4
+
+
 async def test_key_scope_denied_for_a_model_outside_the_key_scope(gw, backend):
     scoped = await gw.new_key("acme", models=["small-chat"])
     before = await backend.requests()

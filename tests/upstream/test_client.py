@@ -279,22 +279,42 @@ async def test_extra_bytes_after_response_prevent_reuse():
         assert srv.connections == 2
 
 
-async def test_stale_keep_alive_connection_is_retried_once():
+async def test_a_written_request_is_never_sent_again():
+    """The backend reads the second request on a kept-alive connection and closes without a
+    byte: it may be generating, so the request is not resent (the pool used to retry it
+    on a fresh connection, and the backend got it twice); the error is not a connect error,
+    which would mean "nothing was sent"."""
     async def handler(reader, writer, srv):
         await srv.read_request(reader)
         writer.write(OK_HELLO)
         await writer.drain()
         if srv.connections == 1:
             await srv.read_request(reader)  # second request arrives: close without a byte
-
         else:
             await respond_with(OK_HELLO)(reader, writer, srv)
 
     async with serve(handler) as (srv, pool):
         assert await (await pool.request("POST", "/x", [], b"1")).read() == b"hello"
-        assert await (await pool.request("POST", "/x", [], b"2")).read() == b"hello"
-        assert srv.connections == 2
-        assert [r[-1:] for r in srv.requests] == [b"1", b"2", b"2"]
+        with pytest.raises(UpstreamProtocolError, match="after the request was sent") as caught:
+            await pool.request("POST", "/x", [], b"2")
+        assert not isinstance(caught.value, UpstreamConnectError)
+        assert [r[-1:] for r in srv.requests] == [b"1", b"2"]
+        assert srv.connections == 1
+        assert await (await pool.request("POST", "/x", [], b"3")).read() == b"hello"   # a new connection
+
+
+async def test_an_idle_connection_past_the_idle_timeout_is_not_reused():
+    async with Server(respond_with(OK_HELLO)) as srv:
+        pool = UpstreamPool(srv.url, idle_timeout=0.05)
+        try:
+            assert await (await pool.request("GET", "/x", [], b"")).read() == b"hello"
+            assert await (await pool.request("GET", "/x", [], b"")).read() == b"hello"
+            assert srv.connections == 1          # reused while fresh
+            await asyncio.sleep(0.1)
+            assert await (await pool.request("GET", "/x", [], b"")).read() == b"hello"
+            assert srv.connections == 2          # idle too long: a new one
+        finally:
+            await pool.aclose()
 
 
 async def test_no_retry_after_a_response_byte():
@@ -312,12 +332,12 @@ async def test_no_retry_after_a_response_byte():
         assert srv.connections == 1 and len(srv.requests) == 2
 
 
-async def test_fresh_connection_closed_without_response_is_connect_error():
+async def test_fresh_connection_closed_without_response_is_not_a_connect_error():
     async def handler(reader, writer, srv):
         await srv.read_request(reader)
 
     async with serve(handler) as (srv, pool):
-        with pytest.raises(UpstreamConnectError):
+        with pytest.raises(UpstreamProtocolError, match="after the request was sent"):
             await pool.request("GET", "/x", [], b"")
         assert srv.connections == 1
         assert pool.stats["open"] == 0
@@ -675,7 +695,7 @@ def test_under_uvloop():
         await test_chunked_body_split_across_writes_with_extension()
         await test_abort_mid_body_closes_upstream_connection_promptly()
         await test_large_body_flow_control_pauses_and_resumes()
-        await test_stale_keep_alive_connection_is_retried_once()
+        await test_a_written_request_is_never_sent_again()
 
     with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
         runner.run(main())

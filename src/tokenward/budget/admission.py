@@ -180,8 +180,11 @@ class Admitter:
         reason = REASONS[limit]
         retry = policy.retry_after_s(outcome.retry_ms) if reason in (Reason.token_budget, Reason.rate_limited) else None
         terminal = reason is Reason.spend_cap or (reason is Reason.token_budget and retry is None)
+        # A refusal carries the x-ratelimit-* headers too, as OpenAI's 429s do: the tenant's
+        # levels as they stand (before the call, since nothing was taken).
+        tenant_levels = outcome.levels if budget is parts[0] else first.levels
         return Decision(reason=reason, limit=limit, retry_after=retry, terminal=terminal, shadow=shadow,
-                        limits=names, local=local), voids
+                        limits=names, local=local, headers=parts[0].headers(tenant_levels)), voids
 
     async def settle(self, ticket: Ticket, tokens: int, cost: int, mode: str) -> bool:
         """Settle a held reservation once and wait for the store; False if already settled."""

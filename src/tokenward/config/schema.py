@@ -55,6 +55,9 @@ class UpstreamConfig(_Strict):
     read_timeout_s: float = 600.0
     pool_size: int = 256
     pool_timeout_s: float = 5.0
+    # A pooled connection idle this long is closed rather than reused: keep it under the
+    # backend's keep-alive timeout (uvicorn, so vLLM and llama.cpp's Python server: 5 s).
+    idle_timeout_s: float = 4.0
     # Client headers passed through to this backend (exact names or "prefix-*").
     forward_headers: tuple[str, ...] = ()
     tls_verify: bool = True

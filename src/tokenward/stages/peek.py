@@ -55,6 +55,8 @@ BodyPeek = msgspec.defstruct("BodyPeek", [
     ("messages", "list[_Message] | None", None),
     ("tools", "list[_Tool] | None", None),
     ("functions", "list[_Name] | None", None),
+    ("tool_choice", object, None),
+    ("function_call", object, None),
     ("response_format", "_ResponseFormat | None", None),
     ("best_of", object, None),
     ("logprobs", object, None),

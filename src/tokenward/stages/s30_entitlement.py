@@ -105,7 +105,7 @@ class EntitlementStage(BaseStage):
             if model in self.known_models:
                 return Refusal(Reason.model_not_entitled, f"model {model} is not available on your plan",
                                param="model")
-        if peek.tools or peek.functions:
+        if peek.tools or peek.functions or peek.tool_choice.__class__ is dict or peek.function_call.__class__ is dict:
             refusal = _check_tools(peek, rules.tools)
             if refusal is not None:
                 return refusal
@@ -132,7 +132,34 @@ def _check_tools(peek, allowed: frozenset[str]) -> Refusal | None:
             shown = function.name if isinstance(function.name, str) else "(unnamed)"
             return Refusal(Reason.tools_not_entitled, f"function {shown} is not allowed on your plan",
                            param=f"functions[{i}].name")
+    for name, param in _chosen_tools(peek):
+        if not isinstance(name, str) or name not in allowed:
+            shown = name if isinstance(name, str) else "(unnamed)"
+            return Refusal(Reason.tools_not_entitled, f"tool {shown} is not allowed on your plan", param=param)
     return None
+
+
+def _chosen_tools(peek) -> list[tuple[object, str]]:
+    """(name, param) of each tool a ``tool_choice`` (or legacy ``function_call``) names: a
+    forced choice names a tool even when ``tools`` does not list it. Shapes that name
+    nothing ("auto", "none", "required") pass; validation checks the rest of the shape."""
+    named: list[tuple[object, str]] = []
+    choice = peek.tool_choice
+    if choice.__class__ is dict:
+        for kind in ("function", "custom"):
+            spec = choice.get(kind)
+            if isinstance(spec, dict) and "name" in spec:
+                named.append((spec["name"], f"tool_choice.{kind}.name"))
+        allowed_tools = choice.get("allowed_tools")
+        listed = allowed_tools.get("tools") if isinstance(allowed_tools, dict) else None
+        for i, tool in enumerate(listed if isinstance(listed, list) else ()):
+            spec = tool.get("function") or tool.get("custom") if isinstance(tool, dict) else None
+            if isinstance(spec, dict):
+                named.append((spec.get("name"), f"tool_choice.allowed_tools.tools[{i}]"))
+    call = peek.function_call
+    if call.__class__ is dict and "name" in call:
+        named.append((call["name"], "function_call.name"))
+    return named
 
 
 def _check_features(peek, features: frozenset[str]) -> Refusal | None:

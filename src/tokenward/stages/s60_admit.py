@@ -182,7 +182,7 @@ class AdmissionStage(BaseStage):
 
 def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
     reason = decision.reason
-    headers: list[tuple[bytes, bytes]] = []
+    headers: list[tuple[bytes, bytes]] = list(decision.headers)
     if decision.retry_after is not None:
         headers.append((b"retry-after", b"%d" % decision.retry_after))
     if decision.terminal:

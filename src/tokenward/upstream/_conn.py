@@ -208,15 +208,23 @@ class UpstreamResponse:
         else:
             self._fail(UpstreamProtocolError(f"malformed upstream response: {exc}"))
 
-    def _lost(self, exc: Exception | None, rx: bool, reused: bool) -> None:
-        """The connection closed before the end of this response."""
+    def _lost(self, exc: Exception | None, rx: bool, reused: bool, written: bool = True) -> None:
+        """The connection closed before the end of this response.
+
+        ``written``: the request was handed to the transport. From then on the backend may
+        have it (a POST to an inference server is not idempotent), so a loss is never
+        retried and never reported as a connect error (which means "nothing was sent").
+        """
+        why = f": {exc}" if exc is not None else ""
         if self._headers_done and exc is None and not self._framed():
             self._done = True  # read-until-close body: EOF is its end
             wake(self)
-        elif not rx:
+        elif not rx and not written:
             self._stale = reused
-            why = f": {exc}" if exc is not None else ""
-            self._fail(UpstreamConnectError(f"upstream closed the connection before responding{why}"))
+            self._fail(UpstreamConnectError(f"upstream connection closed before the request was sent{why}"))
+        elif not rx:
+            self._fail(UpstreamProtocolError(
+                f"upstream closed the connection after the request was sent, before responding{why}"))
         elif not self._headers_done:
             self._fail(UpstreamProtocolError("upstream closed the connection inside the response headers"))
         else:
@@ -229,7 +237,7 @@ class UpstreamResponse:
 class Conn(asyncio.Protocol):
     __slots__ = (
         "pool", "transport", "parser", "resp", "rx", "paused", "counted", "idle",
-        "closed", "reused", "keep", "head", "interim", "msg_done",
+        "closed", "reused", "keep", "head", "interim", "msg_done", "idle_since",
     )
 
     def __init__(self, pool: Any) -> None:
@@ -241,6 +249,7 @@ class Conn(asyncio.Protocol):
         self.paused = False
         self.counted = False  # holds one of the pool's max_connections slots
         self.idle = False
+        self.idle_since = 0.0  # loop time it went idle (an idle connection past the pool's limit is dropped)
         self.closed = False
         self.reused = False
         self.keep = True
@@ -270,8 +279,8 @@ class Conn(asyncio.Protocol):
         self.keep = True
         self.head = head
         if self.closed:
-            # died between being picked and used: same as a reset before any byte
-            resp._lost(None, False, self.reused)
+            # died between being picked and used: nothing was written, safe to retry
+            resp._lost(None, False, self.reused, written=False)
             return
         self.resp = resp
         resp._conn = self

@@ -9,9 +9,16 @@ writes each request head as a single precomputed-prefix join.
 Errors (all carry ``.detail``)::
 
     UpstreamError
-      UpstreamConnectError   refused, DNS, TLS handshake, closed before any response byte
+      UpstreamConnectError   refused, DNS, TLS handshake: nothing of the request was sent
       UpstreamTimeout        .phase in {"connect", "pool", "read"}
-      UpstreamProtocolError  malformed response, body cut short
+      UpstreamProtocolError  malformed response, body cut short, or the connection lost after
+                             the request was sent (the backend may be working on it)
+
+A request that was handed to a connection is never sent again: an inference request is
+not idempotent, and a backend that got it may be generating. Only a connection found
+dead before anything was written is replaced. Idle connections are dropped after
+``idle_timeout`` (below the common servers' keep-alive timeouts: uvicorn's is 5 s), so a
+pooled connection is rarely one the backend is closing at that moment.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ class UpstreamPool:
         pool_timeout: float = 5.0,
         ssl_context: ssl.SSLContext | None = None,
         max_idle: int | None = None,
+        idle_timeout: float = 4.0,
     ) -> None:
         url = urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
@@ -73,6 +81,7 @@ class UpstreamPool:
         self._ssl = (ssl_context or ssl.create_default_context()) if tls else None
         self._max = max_connections
         self._max_idle = max_idle
+        self._idle_timeout = idle_timeout
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._pool_timeout = pool_timeout
@@ -123,8 +132,8 @@ class UpstreamPool:
         except UpstreamConnectError:
             if not resp._stale:
                 raise
-            # an idle keep-alive connection the upstream had already closed: the request
-            # never reached it, so one retry on a fresh connection is safe for any method
+            # a pooled connection found closed before the request was written to it: the
+            # request never left, so one retry on a fresh connection is safe for any method
             conn = await self._acquire(True)
             resp = UpstreamResponse(self)
             conn.send(resp, data, head)
@@ -179,13 +188,15 @@ class UpstreamPool:
         if self._closed:
             raise UpstreamConnectError("upstream pool is closed")
         idle = self._idle
-        while idle and not fresh:
-            conn = idle.pop()  # LIFO: the warmest connection, least likely timed out
-            conn.idle = False
-            if conn.usable():
-                conn.reused = True
-                return conn
-            conn.kill()
+        if idle and not fresh:
+            stale_before = self._loop.time() - self._idle_timeout
+            while idle:
+                conn = idle.pop()  # LIFO: the warmest connection, least likely timed out
+                conn.idle = False
+                if conn.usable() and conn.idle_since > stale_before:
+                    conn.reused = True
+                    return conn
+                conn.kill()
         if self._open < self._max:
             self._open += 1
             return await self._connect()
@@ -261,6 +272,7 @@ class UpstreamPool:
                 return
             if self._max_idle is None or len(self._idle) < self._max_idle:
                 conn.idle = True
+                conn.idle_since = self._loop.time()
                 self._idle.append(conn)
                 return
         conn.close()

@@ -87,7 +87,7 @@ def _pool(up: UpstreamConfig, base_url: str) -> UpstreamPool:
         context.verify_mode = ssl.CERT_NONE
     return UpstreamPool(base_url, max_connections=up.pool_size, connect_timeout=up.connect_timeout_s,
                         read_timeout=up.read_timeout_s, pool_timeout=up.pool_timeout_s,
-                        ssl_context=context)
+                        ssl_context=context, idle_timeout=up.idle_timeout_s)
 
 
 def _check_header_name(name: str, up: UpstreamConfig) -> None:
