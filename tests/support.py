@@ -125,7 +125,9 @@ async def start_app(app: Any, http: str = "tokenward") -> tuple[Any, int]:
     port = sock.getsockname()[1]
     if http == "tokenward":
         sock.listen(2048)
-        server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0)
+        edge = getattr(getattr(app, "config", None), "edge", None)
+        limits = {"max_header_bytes": edge.max_header_bytes, "max_headers": edge.max_headers} if edge else {}
+        server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0, **limits)
         await server.start([sock])
         return server, port
     server = _EmbeddedServer(uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="on",

@@ -21,6 +21,7 @@ import weakref
 log = logging.getLogger("tokenward.writes")
 
 _CLOSE = None
+_EOF = object()  # half-close marker
 # Past this many queued bytes the batch is written at once: a sender that never yields
 # must still meet the transports' flow control (pause_writing) rather than queue here.
 FLUSH_BYTES = 262_144
@@ -31,7 +32,7 @@ class WriteBatch:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._pending: list[tuple[asyncio.BaseTransport, bytes | None]] = []
+        self._pending: list[tuple[asyncio.BaseTransport, object]] = []
         self._scheduled = False
         self._bytes = 0
 
@@ -51,6 +52,14 @@ class WriteBatch:
             self._scheduled = True
             self._loop.call_soon(self.flush)
 
+    def half_close(self, transport: asyncio.WriteTransport) -> None:
+        """Send FIN (``write_eof``) once the writes queued before it are handed over; the
+        transport keeps reading. A transport that cannot (TLS) is left as it is."""
+        self._pending.append((transport, _EOF))
+        if not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self.flush)
+
     def flush(self) -> None:
         pending = self._pending
         self._pending = []
@@ -62,6 +71,9 @@ class WriteBatch:
             try:
                 if data is _CLOSE:
                     transport.close()
+                elif data is _EOF:
+                    if transport.can_write_eof():  # type: ignore[attr-defined]
+                        transport.write_eof()  # type: ignore[attr-defined]
                 else:
                     transport.write(data)  # type: ignore[attr-defined]
             except Exception:  # one broken transport must not cost the others their writes

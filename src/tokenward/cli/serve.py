@@ -62,14 +62,15 @@ def _run_worker(config: Config, sock: socket.socket) -> None:
 
     logging.basicConfig(level=config.logging.level.upper(), stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    # Far enough above the edge stage's header limit that the edge answers with its reason code.
+    # The whole head's cap across reads; the edge's own limits are counted per header.
     max_head = max(serving.MAX_HEAD_BYTES, 4 * config.edge.max_header_bytes)
     open_files = raise_open_file_limit()
     cap = connection_cap(config, open_files)
     log.info("open-file limit %d: up to %d client connections", open_files, cap)
     started = serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
                           graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head,
-                          max_connections=cap)
+                          max_connections=cap, max_header_bytes=config.edge.max_header_bytes,
+                          max_headers=config.edge.max_headers)
     if not started:
         sys.exit(3)
 

@@ -42,7 +42,8 @@ _ASGI = {"version": "3.0", "spec_version": "2.3"}
 class HttpConnection(asyncio.Protocol):
     __slots__ = ("state", "loop", "transport", "parser", "cycle", "parsing", "queue", "url", "headers", "expect",
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
-                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused", "last_read")
+                 "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused", "last_read",
+                 "header_bytes", "lingering", "linger_left", "linger_timer")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -61,7 +62,11 @@ class HttpConnection(asyncio.Protocol):
         self.expect = False
         self.in_head = False
         self.head_bytes = 0  # bytes of reads that ended inside the current request head
+        self.header_bytes = 0  # the current head as parsed: target + headers (edge.max_header_bytes)
         self.refused = False  # answered 400/431: nothing more is read
+        self.lingering = False  # answered early: reading and dropping the rest, then closing
+        self.linger_left = 0
+        self.linger_timer: asyncio.TimerHandle | None = None
         self.last_read = 0.0  # loop time of the last bytes received
         self.buffered = 0
         self.read_paused = False
@@ -95,6 +100,9 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.state.connections.discard(self)
+        if self.linger_timer is not None:
+            self.linger_timer.cancel()
+            self.linger_timer = None
         self.idle_since = None
         for cycle in (self.cycle, self.parsing, *self.queue):
             if cycle is not None and not cycle.disconnected:
@@ -111,6 +119,10 @@ class HttpConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self.refused:
+            if self.lingering:
+                self.linger_left -= len(data)
+                if self.linger_left <= 0:
+                    self.transport.close()
             return
         self.last_read = self.loop.time()
         try:
@@ -149,11 +161,22 @@ class HttpConnection(asyncio.Protocol):
         self.expect = False
         self.in_head = True
         self.head_bytes = 0
+        self.header_bytes = 0
 
     def on_url(self, url: bytes) -> None:
         self.url += url
+        self.header_bytes += len(url)
+        if self.header_bytes > self.state.max_header_bytes:
+            raise Refused(Reason.headers_too_large, "request header fields too large")
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        # Counted as the edge stage counts them, per header as httptools hands it over: the
+        # limits hold whether the head came in one read or many, whatever the route.
+        self.header_bytes += len(name) + len(value) + 4
+        if self.header_bytes > self.state.max_header_bytes:
+            raise Refused(Reason.headers_too_large, f"request headers exceed {self.state.max_header_bytes} bytes")
+        if len(self.headers) >= self.state.max_headers:
+            raise Refused(Reason.headers_too_large, f"more than {self.state.max_headers} request headers")
         name = name.lower()
         if name == b"expect" and value.lower() == b"100-continue":
             self.expect = True
@@ -286,17 +309,36 @@ class HttpConnection(asyncio.Protocol):
         if cycle.body:  # a body the app never read (it answered without it)
             self.buffered -= sum(len(part) for part in cycle.body)
             cycle.body = []
-        if not cycle.keep_alive or self.transport.is_closing():
-            self.close()
+        if self.transport.is_closing():
             return
-        if cycle is self.parsing:
-            # Answered before its body was all read (a refusal): the rest of the body is not
-            # worth reading, and the connection's framing cannot be trusted after skipping it.
+        if cycle is self.parsing or (self.refused and not cycle.keep_alive):
+            # Answered before its body was all read (a refusal), or the last answer before
+            # bytes that could not be framed: the rest is not worth parsing, and the
+            # connection's framing cannot be trusted after skipping it. The client may still
+            # be sending: close gracefully.
+            self.linger()
+            return
+        if not cycle.keep_alive:
             self.close()
             return
         if not self.queue:
             self.idle_since = self.loop.time()
         self.resume_reading()
+
+    def linger(self) -> None:
+        """Close gracefully after an answer the client may still be uploading past (RFC 9112
+        section 9.6): FIN after the response, then read and drop what still comes, until
+        the client closes, LINGER_BYTES arrive or LINGER_S pass; then close."""
+        from .state import LINGER_BYTES, LINGER_S
+
+        self.parsing = None
+        self.refused = self.lingering = True
+        self.linger_left = LINGER_BYTES
+        self.state.batch.half_close(self.transport)
+        self.linger_timer = self.loop.call_later(LINGER_S, self.transport.close)
+        if self.read_paused:
+            self.read_paused = False
+            self.transport.resume_reading()
 
     def waiting_for_body(self) -> bool:
         cycle = self.cycle
@@ -311,8 +353,8 @@ class HttpConnection(asyncio.Protocol):
         self.close()
 
     def _reject(self, reason: Reason, message: str) -> None:
-        # Nothing more of this connection is parsed (the parser's state is gone), so nothing
-        # more is read; a close is deferred behind the answers' writes.
+        # Nothing more of this connection is parsed (the parser's state is gone); what the
+        # client still sends is read and dropped while the answer lingers (``linger``).
         self.refused = True
         cycle, parsing = self.cycle, self.parsing
         if parsing is not None and parsing is not cycle and parsing in self.queue:
@@ -326,18 +368,18 @@ class HttpConnection(asyncio.Protocol):
                 cycle.started = True
                 self.write(error_response(reason, message))
                 cycle.lost()
-            self.close()
+            self.linger()
+            return
+        pending = [c for c in (cycle, *self.queue) if c is not None and not c.complete]
+        if pending:
+            # Requests read whole before the bytes that could not be framed are answered
+            # first, the last of them with the connection's close; those bytes are not.
+            pending[-1].keep_alive = False
+            if not self.transport.is_closing():
+                self.pause_reading()
         else:
-            pending = [c for c in (cycle, *self.queue) if c is not None and not c.complete]
-            if pending:
-                # Requests read whole before the bytes that could not be framed are answered
-                # first, the last of them with the connection's close; those bytes are not.
-                pending[-1].keep_alive = False
-            else:
-                self.write(error_response(reason, message))
-                self.close()
-        if not self.transport.is_closing():
-            self.pause_reading()
+            self.write(error_response(reason, message))
+            self.linger()
 
     # -- flow control ----------------------------------------------------------------------
     def body_drained(self, size: int) -> None:

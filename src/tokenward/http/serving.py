@@ -13,7 +13,7 @@ import socket
 from typing import Callable
 
 from .server import protocol_factory
-from .state import MAX_HEAD_BYTES, ServerState
+from .state import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, ServerState
 
 log = logging.getLogger("tokenward.http")
 
@@ -61,9 +61,11 @@ class _Lifespan:
 
 class HttpServer:
     def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0,
-                 max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None) -> None:
+                 max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
+                 max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS) -> None:
         self.app = app
         self.max_head_bytes = max_head_bytes
+        self.head_limits = (max_header_bytes, max_headers)
         self.max_connections = max_connections
         self.keep_alive_s = keep_alive_s
         self.graceful_s = graceful_s
@@ -76,7 +78,8 @@ class HttpServer:
         """Run the app's start-up, then accept on ``sockets``; raises StartupFailed."""
         loop = asyncio.get_running_loop()
         await self._lifespan.startup()
-        self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes, self.max_connections)
+        self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes, self.max_connections,
+                                 *self.head_limits)
         factory = protocol_factory(self.state)
         for sock in sockets:
             self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048))
@@ -118,7 +121,8 @@ class HttpServer:
 
 
 def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
-        max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None) -> bool:
+        max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
+        max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS) -> bool:
     """Serve until SIGTERM or SIGINT; False if the app failed to start."""
     import uvloop
 
@@ -127,7 +131,8 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
         stop = asyncio.Event()
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
-        server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes, max_connections)
+        server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes, max_connections, max_header_bytes,
+                            max_headers)
         try:
             await server.start(sockets)
         except StartupFailed as exc:
