@@ -213,3 +213,91 @@ def test_lifecycle_refuses_illegal_moves():
     life.move(State.SETTLED)
     with pytest.raises(IllegalTransition):
         life.move(State.ABORTED)
+
+
+class Marking:
+    """A response transform that tags what passes it, to show order and coverage."""
+
+    def __init__(self, tag: bytes) -> None:
+        self.tag = tag
+
+    def whole(self, body: bytes) -> bytes:
+        return body + self.tag
+
+    def events(self, events):
+        from tokenward.upstream.sse import SseEvent
+
+        return [SseEvent(e.raw.rstrip(b"\n") + self.tag + b"\n\n") for e in events]
+
+    def finish(self):
+        return []
+
+
+class Transforming(BaseStage):
+    def __init__(self, name: str, tag: bytes) -> None:
+        self.name = name
+        self.tag = tag
+
+    async def admit(self, ctx):
+        ctx.add_transform(Marking(self.tag))
+        return None
+
+
+class Answering(BaseStage):
+    name = "cache"
+
+    async def admit(self, ctx):
+        class Hit:
+            async def deliver(self, ctx, out):
+                ctx.status = 200
+                await out.whole(200, [], b"cached")
+                return Exit(ExitKind.COMPLETED, None, Usage(0, 0, "counted"))
+
+        return Hit()
+
+
+async def test_an_answering_stage_unwinds_like_a_refusal_and_its_answer_passes_the_transforms():
+    """The answer exit: holds taken before the answering stage are released (``answered``,
+    no backend work), nothing is forwarded, later stages never run, and the answer goes out
+    through the transforms registered so far, newest first."""
+    ledger = Ledger()
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    h = Harness([Taking("a", ledger), Transforming("mask", b"|mask"), Transforming("screen", b"|screen"),
+                 Answering(), Taking("late", ledger)])
+    ctx = h.ctx()
+    ctx.send = send
+    await h.runner.run(ctx)
+    assert ledger.events == [("take", "a"), ("abort:answered", "a")]
+    _all_returned(ledger)
+    assert h.forwarded == 0 and not h.responses
+    assert b"".join(m.get("body", b"") for m in sent) == b"cached|screen|mask"   # newest first
+    assert ctx.answered_by == ctx.deciding_stage == "cache"
+    assert ctx.lifecycle.state is State.ANSWERED and len(h.finished) == 1
+
+
+async def test_the_forwarder_writes_through_the_transforms():
+    ledger = Ledger()
+    sent = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def forward(ctx):
+        from tokenward.upstream.sse import SseEvent
+
+        await ctx.outbound.start_stream(200, [])
+        await ctx.outbound.events([SseEvent(b"data: 1\n\n")])
+        await ctx.outbound.end_stream(b"data: [DONE]\n\n")
+        return Exit(ExitKind.COMPLETED, None, Usage(1, 1, "reported"))
+
+    runner = Runner([Taking("a", ledger), Transforming("mask", b"!")], forward, None, lambda ctx: None)
+    h = Harness([])
+    ctx = h.ctx()
+    ctx.send = send
+    await runner.run(ctx)
+    assert [m.get("body") for m in sent[1:]] == [b"data: 1!\n\n", b"data: [DONE]\n\n"]
+    assert ledger.events[-1] == ("complete", "a")

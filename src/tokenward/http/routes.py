@@ -10,7 +10,7 @@ from ..config.schema import Config
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Exit, ExitKind
 from ..reconcile.usage import Usage
-from .responses import send_json
+from .responses import JSON
 
 _encode = msgspec.json.encode
 _NOTHING = Usage(0, 0, "counted")
@@ -33,7 +33,9 @@ class ModelList:
             body = _encode({"object": "list",
                             "data": [m for name, m in self._models.items() if name in entitled]})
         ctx.status = 200
-        await send_json(ctx.send, 200, body, ctx.request_id.encode(), ctx.response_headers)
+        headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
+        headers += ctx.response_headers
+        await ctx.outbound.whole(200, headers, body)
         return Exit(ExitKind.COMPLETED, None, _NOTHING)
 
 

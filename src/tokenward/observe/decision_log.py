@@ -37,6 +37,8 @@ class DecisionRecord(msgspec.Struct, omit_defaults=True):
     stages_us: dict[str, float] | None = None
     duration_us: float = 0.0
     notes: dict[str, Any] | None = None
+    answered_by: str | None = None     # a stage that answered the request itself (the cache)
+    screening: dict[str, Any] | None = None   # scores and outcomes per detector, never text
 
 
 def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
@@ -52,6 +54,8 @@ def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
         {name: ns / 1000 for name, ns in ctx.timings},
         (now_ns - ctx.started_ns) / 1000,
         ctx.notes,
+        ctx.answered_by,
+        ctx.screening.record if ctx.screening is not None else None,
     )
 
 

@@ -23,7 +23,7 @@ class RequestContext:
         "lifecycle", "route", "body", "payload", "peek", "model", "stream",
         "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
         "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
-        "reason", "status", "notes", "disconnect",
+        "reason", "status", "notes", "disconnect", "transforms", "outbound", "answered_by",
     )
 
     def __init__(self, request_id: str, method: str, path: str, headers: list[Header],
@@ -62,6 +62,18 @@ class RequestContext:
         # Free-form facts for the decision record (counts, flags), set by stages.
         self.notes: dict[str, Any] | None = None
         self.disconnect: Any = None
+        # Response transforms stages register while admitting (pipeline/outbound.py), in
+        # stage order; the runner applies them newest first on the way out.
+        self.transforms: list[Any] | None = None
+        # The way out, built by the runner once the stages are through: every byte of the
+        # answer passes it (forwarder, an answering stage).
+        self.outbound: Any = None
+        self.answered_by: str | None = None  # the stage that answered the request itself
+
+    def add_transform(self, transform: Any) -> None:
+        if self.transforms is None:
+            self.transforms = []
+        self.transforms.append(transform)
 
     def header(self, name: bytes) -> bytes | None:
         """First value of a header; ``name`` lowercase (ASGI servers lowercase names)."""

@@ -1,6 +1,7 @@
 """The request lifecycle as a transition table; an illegal move raises.
 
     RECEIVED -> ADMITTING -> [RESERVED ->] FORWARDING -> [STREAMING ->] SETTLED
+    ADMITTING or RESERVED -> ANSWERED (a stage answered the request itself: a cache hit)
     any state before SETTLED -> REJECTED (a stage refused) or ABORTED (error, disconnect)
 """
 
@@ -18,21 +19,23 @@ class State(enum.Enum):
     SETTLED = "settled"
     REJECTED = "rejected"
     ABORTED = "aborted"
+    ANSWERED = "answered"
 
 
-_R, _AD, _RS, _F, _S, _ST, _RJ, _AB = State
+_R, _AD, _RS, _F, _S, _ST, _RJ, _AB, _AN = State
 _TRANSITIONS: dict[State, frozenset[State]] = {
     _R: frozenset({_AD, _RJ, _AB}),
-    _AD: frozenset({_RS, _F, _RJ, _AB}),
-    _RS: frozenset({_F, _RJ, _AB}),
+    _AD: frozenset({_RS, _F, _RJ, _AB, _AN}),
+    _RS: frozenset({_F, _RJ, _AB, _AN}),
     # A backend's own error response still settles: the backend confirmed the end.
     _F: frozenset({_S, _ST, _RJ, _AB}),
     _S: frozenset({_ST, _AB}),
     _ST: frozenset(),
     _RJ: frozenset(),
     _AB: frozenset(),
+    _AN: frozenset(),
 }
-TERMINAL = frozenset({_ST, _RJ, _AB})
+TERMINAL = frozenset({_ST, _RJ, _AB, _AN})
 
 # Enum members hash in Python code; bit masks keep each move to two attribute reads.
 for _i, _state in enumerate(State):

@@ -1,10 +1,17 @@
 """The pipeline runner: walk the declared stages, unwind what they took on every exit.
 
-Stages that hold something are remembered in the order they admitted. However the
-request ends, each of them gets exactly one release call, newest first: ``on_complete``
-when the backend finished the work, ``on_abort`` otherwise. A release that fails is
-recorded and swallowed, so a broken cleanup never turns a clean refusal into a 500.
-Releases after a cancellation run in a shielded task: a second cancel cannot cut them off.
+The way in: each stage admits (returns None), refuses (a ``Refusal``), or answers the
+request itself (an ``Answer``: a cache hit). Stages that hold something are remembered in
+the order they admitted. However the request ends, each of them gets exactly one release
+call, newest first: ``on_complete`` when the backend finished the work, ``on_abort``
+otherwise (a refusal, an answer by a later stage, an error, a disconnect). A release
+that fails is recorded and swallowed, so a broken cleanup never turns a clean refusal
+into a 500. Releases after a cancellation run in a shielded task: a second cancel cannot
+cut them off.
+
+The way out: once through the stages, the runner builds the request's ``Outbound``
+(pipeline/outbound.py) from the response transforms the stages registered, and the
+forwarder, or the answering stage, writes the answer through it.
 """
 
 from __future__ import annotations
@@ -18,9 +25,11 @@ from ..errors import Reason, Refusal
 from ..reconcile.usage import Usage
 from .context import RequestContext
 from .lifecycle import State
+from .outbound import Answer, Outbound
 from .stage import Exit, ExitKind, Stage
 
 log = logging.getLogger("tokenward.runner")
+_NOTHING_USED = Usage(0, 0, "counted")
 
 # forward(ctx) -> the Exit that ended the forwarded request (COMPLETED carries usage)
 Forward = Callable[[RequestContext], Awaitable[Exit]]
@@ -48,13 +57,16 @@ class Runner:
             t0 = perf_counter_ns()
             for stage, name, holds in self._stages:
                 current = name
-                refusal = await stage.admit(ctx)
+                decided = await stage.admit(ctx)
                 # one clock reading per boundary: a stage ends where the next one starts
                 t1 = perf_counter_ns()
                 timings.append((name, t1 - t0))
                 t0 = t1
-                if refusal is not None:
-                    await self._refuse(ctx, held, name, refusal)
+                if decided is not None:
+                    if isinstance(decided, Refusal):
+                        await self._refuse(ctx, held, name, decided)
+                    else:
+                        await self._answer(ctx, held, name, decided)
                     return
                 if holds:
                     held.append(stage)
@@ -62,6 +74,7 @@ class Runner:
                 ctx.lifecycle.move(State.FORWARDING)
             current = "forward"
             route = ctx.route
+            ctx.outbound = self._outbound(ctx)
             exit = await self._routes.get(route.path if route is not None else "", self._forward)(ctx)
             timings.append(("forward", perf_counter_ns() - t0))
         except Refusal as refusal:
@@ -96,6 +109,25 @@ class Runner:
         await self._release(ctx, held, Exit(ExitKind.REJECTED, refusal.reason.name))
         await self._respond_refusal(ctx, refusal)
         self._finish(ctx)
+
+    async def _answer(self, ctx: RequestContext, held: list[Stage], stage_name: str, answer: Answer) -> None:
+        """A stage answered: what the stages before it took is given back through the same
+        unwinding as a refusal (no backend did any work), then the answer goes out through
+        the response transforms those stages registered."""
+        ctx.deciding_stage = ctx.answered_by = stage_name
+        await self._release(ctx, held, Exit(ExitKind.ANSWERED, stage_name, _NOTHING_USED))
+        ctx.outbound = self._outbound(ctx)
+        t0 = perf_counter_ns()
+        exit = await answer.deliver(ctx, ctx.outbound)
+        ctx.timings.append(("answer", perf_counter_ns() - t0))
+        if not ctx.lifecycle.done:
+            ctx.lifecycle.move(State.ANSWERED if exit.kind is ExitKind.COMPLETED else State.ABORTED)
+        self._finish(ctx)
+
+    @staticmethod
+    def _outbound(ctx: RequestContext) -> Outbound:
+        transforms = ctx.transforms
+        return Outbound(ctx.send, transforms[::-1] if transforms else (), ctx.request_id.encode())
 
     def _mark_aborted(self, ctx: RequestContext, reason: Reason) -> None:
         if ctx.reason is None:

@@ -1,9 +1,12 @@
 """The one extension point: a pipeline stage.
 
 A stage decides from the request context: ``admit`` returns ``None`` to let the request
-go on (having stored its frozen result on the context) or a ``Refusal`` to end it. A
-stage that takes something (a reservation, a slot) sets ``holds = True``: the runner then
-calls exactly one of its two release hooks, exactly once, however the request ends:
+go on (having stored its frozen result on the context), a ``Refusal`` to end it, or an
+``Answer`` (pipeline/outbound.py) to answer it itself. A stage that needs to see the
+answer on its way out (to restore what it masked) registers a response transform with
+``ctx.add_transform`` while admitting. A stage that takes something (a reservation, a
+slot) sets ``holds = True``: the runner then calls exactly one of its two release hooks,
+exactly once, however the request ends:
 
 - ``on_abort(ctx, exit)`` when the request ended before the backend confirmed the end of
   the work (a later stage refused, an error, a cancellation, a disconnect, a backend that
@@ -21,6 +24,7 @@ from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
     from .context import RequestContext
+    from .outbound import Answer
 
 
 class ExitKind(enum.Enum):
@@ -29,6 +33,7 @@ class ExitKind(enum.Enum):
     CANCELLED = "cancelled"        # client disconnect or task cancellation
     UPSTREAM_FAILED = "upstream_failed"  # backend unreachable, timed out, died mid-stream
     STREAM_TIMEOUT = "stream_timeout"    # idle timeout or max duration ended the stream
+    ANSWERED = "answered"          # a later stage answered the request itself (no backend work)
     COMPLETED = "completed"
 
 
@@ -48,7 +53,7 @@ class Stage(Protocol):
     name: ClassVar[str]
     holds: ClassVar[bool]
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None: ...
+    async def admit(self, ctx: RequestContext) -> Refusal | Answer | None: ...
 
     async def on_abort(self, ctx: RequestContext, exit: Exit) -> None: ...
 

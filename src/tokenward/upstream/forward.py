@@ -1,6 +1,8 @@
 """The last step: send an admitted request to its backend and relay the answer.
 
-Non-streaming answers are relayed whole; streams event by event (``stream_relay.py``).
+Non-streaming answers are relayed whole; streams event by event (``stream_relay.py``);
+both through the request's ``Outbound`` (pipeline/outbound.py), never to the client's
+``send`` directly, so the response transforms stages registered see every byte.
 Whatever happens, the backend connection is closed or returned to the pool before this
 returns, so a client that goes away cancels the backend's work at once. Returns the
 ``Exit`` the runner settles with; what the backend may have consumed decides its usage:
@@ -19,7 +21,6 @@ import msgspec
 
 from ..config.schema import StreamConfig
 from ..errors import Reason, Refusal
-from ..http.responses import send_bytes, send_refusal
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Exit, ExitKind
 from ..reconcile.usage import UNKNOWN, Usage, from_reported
@@ -58,7 +59,7 @@ async def _answer_failure(ctx: RequestContext, exc: UpstreamError, doing: str) -
         # Only a connection refused before any byte was written proves the backend never
         # saw the request; anything later may have started generation.
         usage = NOTHING_DONE if isinstance(exc, UpstreamConnectError) else UNKNOWN
-    await send_refusal(ctx.send, fail(ctx, refusal), ctx.request_id.encode())
+    await ctx.outbound.refusal(fail(ctx, refusal))
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
 
 
@@ -139,14 +140,14 @@ class Forwarder:
             usage = NOTHING_DONE if not body.strip() else UNKNOWN
             what = "an empty body" if usage is NOTHING_DONE else "a body that is not a JSON object"
             refusal = Refusal(Reason.upstream_error, f"the backend answered {resp.status} with {what}")
-            await send_refusal(ctx.send, fail(ctx, refusal), ctx.request_id.encode())
+            await ctx.outbound.refusal(fail(ctx, refusal))
             return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
         ctx.status = resp.status
         headers = [(b"content-type", resp.header(b"content-type") or b"application/json"),
                    (b"x-request-id", ctx.request_id.encode())]
         if ctx.response_headers:
             headers += ctx.response_headers
-        await send_bytes(ctx.send, resp.status, headers, body)
+        await ctx.outbound.whole(resp.status, headers, body)
         return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
     async def _relay_error(self, ctx: RequestContext, target: Target, resp: UpstreamResponse,
@@ -160,5 +161,5 @@ class Forwarder:
         refusal = backend_refusal(resp.status, body, resp.header(b"retry-after"),
                                   target.backend_model, ctx.model)
         ctx.usage = NOTHING_DONE
-        await send_refusal(ctx.send, fail(ctx, refusal), ctx.request_id.encode())
+        await ctx.outbound.refusal(fail(ctx, refusal))
         return Exit(ExitKind.COMPLETED, None, NOTHING_DONE)

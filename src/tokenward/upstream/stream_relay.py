@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..errors import Reason, Refusal
-from ..http.responses import SSE_HEADERS, send_refusal, sse_error_event
+from ..http.responses import SSE_HEADERS, sse_error_event
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
 from ..pipeline.stage import Exit, ExitKind
@@ -60,7 +60,7 @@ async def _start(ctx: RequestContext) -> None:
     headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
     if ctx.response_headers:
         headers += ctx.response_headers
-    await ctx.send({"type": "http.response.start", "status": 200, "headers": headers})
+    await ctx.outbound.start_stream(200, headers)
 
 
 _MESSAGES = {
@@ -76,7 +76,7 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
     splitter = SseSplitter()
     work = ctx.work
     prompt = work.input_tokens if work is not None else None
-    send = ctx.send
+    outbound = ctx.outbound
     drop_usage = not call.client_wants_usage
     started = False
     done_event = b""
@@ -101,12 +101,12 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
                 if kind == DONE:
                     done_event = event.raw  # only after a clean end
                 elif kind != USAGE_ONLY or not drop_usage:
-                    out.append(event.raw)
+                    out.append(event)
             if out:
                 if not started:
                     await _start(ctx)
                     started = True
-                await send({"type": "http.response.body", "body": b"".join(out), "more_body": True})
+                await outbound.events(out)
     finally:
         clock.close(stream)
         ctx.usage = _usage_so_far(account, prompt)
@@ -123,19 +123,19 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
         else:
             refusal = Refusal(ending, _message(fwd, ending))
             kind = ExitKind.STREAM_TIMEOUT if stream.expired is not None else ExitKind.UPSTREAM_FAILED
-        await send_refusal(send, fail(ctx, refusal), ctx.request_id.encode())
+        await outbound.refusal(fail(ctx, refusal))
         return Exit(kind, refusal.reason.name, ctx.usage)
     if ending is not None:
         refusal = fail(ctx, Refusal(ending, _message(fwd, ending)))
         ctx.status = 200  # the client already has a 200; the reason travels in-band
-        await send({"type": "http.response.body", "body": sse_error_event(refusal), "more_body": False})
+        await outbound.end_stream(sse_error_event(refusal))
         kind = ExitKind.STREAM_TIMEOUT if stream.expired is not None else ExitKind.UPSTREAM_FAILED
         return Exit(kind, ending.name, ctx.usage)
     tail = b""
     if call.client_wants_usage and account.reported is None:
         tail = usage_chunk(account, ctx.usage)
         ctx.note("usage_chunk", "gateway")
-    await send({"type": "http.response.body", "body": tail + done_event, "more_body": False})
+    await outbound.end_stream(tail + done_event)
     return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
 

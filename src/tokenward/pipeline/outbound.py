@@ -1,0 +1,97 @@
+"""The way out: everything a request that passed the stages sends back goes through here.
+
+The runner builds one ``Outbound`` per request once every stage has admitted (or one of
+them answered). It holds the client's ASGI ``send`` and the *response transforms* the
+stages registered while admitting (``ctx.transforms``), applied newest first, the
+reverse of stage order, as starlette composes a response by wrapping ``send``. The
+forwarder writes a backend's answer through it, an answering stage (the cache) its own;
+neither calls ``send`` itself, so a transform (restoring personal data) sees every byte
+that leaves, whichever exit the request took.
+
+A transform works on what the relay already has in hand: a whole JSON body as bytes, a
+stream as a list of ``SseEvent`` (each keeps its exact bytes, so an event a transform
+does not change costs it one check). ``finish`` is the end of a stream: what a transform
+held back (the start of a placeholder, say) comes out there, before ``[DONE]``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
+
+from ..errors import Refusal, refusal_body
+from ..http.responses import JSON, send_bytes
+
+if TYPE_CHECKING:
+    from ..upstream.sse import SseEvent
+    from .context import RequestContext
+    from .stage import Exit
+
+Send = Callable[[dict], Awaitable[None]]
+
+
+class ResponseTransform(Protocol):
+    def whole(self, body: bytes) -> bytes:
+        """A complete JSON answer (or error envelope); return it, changed or not."""
+
+    def events(self, events: list[SseEvent]) -> list[SseEvent]:
+        """Streamed events as they pass; may hold some text back for the next ones."""
+
+    def finish(self) -> list[SseEvent]:
+        """The stream ended: whatever was held back, as events."""
+
+
+class Answer(Protocol):
+    """What a stage returns to answer the request itself (a cache hit). The runner unwinds
+    what the stages before it took, as for a refusal, then calls ``deliver``."""
+
+    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
+        ...
+
+
+class Outbound:
+    __slots__ = ("_send", "transforms", "request_id")
+
+    def __init__(self, send: Send, transforms: Sequence[ResponseTransform], request_id: bytes) -> None:
+        self._send = send
+        self.transforms = transforms
+        self.request_id = request_id
+
+    # -- whole answers ------------------------------------------------------------------
+    async def whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+        for transform in self.transforms:
+            body = transform.whole(body)
+        await send_bytes(self._send, status, headers, body)
+
+    async def refusal(self, refusal: Refusal, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
+        """An error envelope. It passes the transforms too: a backend's message kept in it
+        may quote the (masked) request."""
+        headers = [JSON, (b"x-request-id", self.request_id)]
+        headers.extend(refusal.headers)
+        headers.extend(extra)
+        await self.whole(refusal.status, headers, refusal_body(refusal))
+
+    # -- streams ------------------------------------------------------------------------
+    async def start_stream(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        await self._send({"type": "http.response.start", "status": status, "headers": headers})
+
+    async def events(self, events: list[SseEvent]) -> None:
+        for transform in self.transforms:
+            events = transform.events(events)
+        if events:
+            body = events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
+            await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    async def end_stream(self, tail: bytes = b"") -> None:
+        """Flush what the transforms held back, then ``tail`` (a usage chunk and ``[DONE]``,
+        or an error event), and end the response."""
+        held: list[Any] = []
+        transforms = self.transforms
+        for i, transform in enumerate(transforms):
+            flushed = transform.finish()
+            # what an inner transform held back still passes the outer ones
+            for outer in transforms[i + 1:]:
+                flushed = outer.events(flushed)
+            held += flushed
+        if held:
+            tail = b"".join([e.raw for e in held]) + tail
+        await self._send({"type": "http.response.body", "body": tail, "more_body": False})
