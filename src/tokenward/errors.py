@@ -71,6 +71,7 @@ class Reason(enum.Enum):
     structured_output_denied = (400, _INVALID)
     remote_media_denied = (400, _INVALID)
     attachment_rejected = (400, _INVALID)
+    attachments_unavailable = (503, _UPSTREAM)   # the sandboxed file reader could not start
     hidden_characters = (400, _INVALID)
     unknown_model = (404, _INVALID)
     model_route_unsupported = (400, _INVALID)  # a model not declared for this route (embeddings)

@@ -8,6 +8,14 @@ import pytest
 from tokenward.reconcile.stream_usage import DONE, ERROR, OTHER, TOKENS, USAGE_ONLY, StreamUsage
 from tokenward.reconcile.usage import Usage
 from tokenward.tokenize.registry import build_counter
+from tokenward.upstream.sse import SseEvent
+
+
+class Account(StreamUsage):
+    """StreamUsage fed with data bytes, as the tests write them."""
+
+    def observe(self, data):
+        return super().observe(SseEvent(b"data: " + data + b"\n\n"))
 
 
 def chunk(delta=None, text=None, finish=None, index=0, **extra) -> bytes:
@@ -21,7 +29,7 @@ def chunk(delta=None, text=None, finish=None, index=0, **extra) -> bytes:
 
 
 def test_role_and_finish_chunks_are_not_tokens_empty_content_is():
-    account = StreamUsage()
+    account = Account()
     assert account.observe(chunk({"role": "assistant"})) == OTHER
     assert account.observe(chunk({"role": "assistant", "content": ""})) == OTHER   # OpenAI's role chunk
     assert account.observe(chunk({"content": "Hel"})) == TOKENS
@@ -35,7 +43,7 @@ def test_role_and_finish_chunks_are_not_tokens_empty_content_is():
 
 
 def test_completions_tool_calls_and_choices_apart():
-    account = StreamUsage()
+    account = Account()
     account.observe(chunk(text=""))                      # llama.cpp's first completion chunk
     account.observe(chunk(text=" hi", index=1))
     account.observe(chunk({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": "{"}}]}, index=2))
@@ -45,7 +53,7 @@ def test_completions_tool_calls_and_choices_apart():
 
 def test_a_tokenizer_counts_merged_chunks_and_empty_events_on_top():
     counter = build_counter("tiktoken:cl100k_base")
-    account = StreamUsage(counter)
+    account = Account(counter)
     # one chunk carrying several tokens (a server's held-back bytes), one empty event
     account.observe(chunk({"content": "internationalization is hard"}))
     account.observe(chunk({"content": ""}))
@@ -54,7 +62,7 @@ def test_a_tokenizer_counts_merged_chunks_and_empty_events_on_top():
 
 
 def test_reported_usage_wins_and_a_usage_only_chunk_is_marked():
-    account = StreamUsage(build_counter("tiktoken:cl100k_base"))
+    account = Account(build_counter("tiktoken:cl100k_base"))
     account.observe(chunk({"content": "x"}))
     kind = account.observe(orjson.dumps({"id": "c1", "choices": [], "usage": {"prompt_tokens": 3,
                                                                               "completion_tokens": 9}}))
@@ -68,5 +76,5 @@ def test_reported_usage_wins_and_a_usage_only_chunk_is_marked():
     (b'[1, 2]', OTHER),
 ])
 def test_odd_events_never_raise(data, kind):
-    account = StreamUsage()
+    account = Account()
     assert account.observe(data) == kind

@@ -113,6 +113,9 @@ def _check_references(cfg: Config) -> None:
         for i, model in enumerate(plan.models):
             if model not in cfg.models:
                 raise ConfigError(f"plans.{name}.models[{i}]", f"unknown model {model!r}")
+        if plan.screening is not None and plan.screening not in cfg.screening.policies:
+            raise ConfigError(f"plans.{name}.screening", f"unknown screening policy {plan.screening!r}")
+    _check_screening(cfg)
     for name, tenant in cfg.tenants.items():
         if tenant.plan not in cfg.plans:
             raise ConfigError(f"tenants.{name}.plan", f"unknown plan {tenant.plan!r}")
@@ -129,6 +132,22 @@ def _check_references(cfg: Config) -> None:
     for i, route in enumerate(cfg.routes or ()):
         if not route.path.startswith("/"):
             raise ConfigError(f"routes[{i}].path", "must start with '/'")
+
+
+def _check_screening(cfg: Config) -> None:
+    for name, policy in cfg.screening.policies.items():
+        injection = policy.injection
+        if injection is not None:
+            path = f"screening.policies.{name}.injection"
+            for key in ("block_at", "restrict_at"):
+                if not 0.0 <= getattr(injection, key) <= 1.0:
+                    raise ConfigError(f"{path}.{key}", "must be between 0 and 1")
+            if injection.restrict_at > injection.block_at:
+                raise ConfigError(f"{path}.restrict_at", "must not be above block_at")
+        for kind in ("injection", "pii"):
+            screener = getattr(policy, kind)
+            if screener is not None and screener.timeout_ms <= 0:
+                raise ConfigError(f"screening.policies.{name}.{kind}.timeout_ms", "must be > 0")
 
 
 def check_capacity(cfg: Config) -> None:

@@ -126,6 +126,10 @@ class PlanConfig(_Strict):
     max_attachment_bytes: int = 4_194_304  # one decoded data: payload
     structured_output_surcharge: int = 256  # work tokens added for a constrained output
     attachment_surcharge: int = 1024     # work tokens added per attachment (plus its own size)
+    # Content screening: a policy name under screening.policies (None: not screened), and
+    # the output cap a "restrict" outcome clamps max_tokens to.
+    screening: str | None = None
+    restricted_max_output_tokens: int = 256
 
 
 class TenantConfig(_Strict):
@@ -217,8 +221,37 @@ class LoggingConfig(_Strict):
     hash_key_env: str = "TOKENWARD_LOG_HASH_KEY"
 
 
+class InjectionScreening(_Strict):
+    """A prompt-injection / jailbreak screener under the graded policy (docs/screening.md)."""
+
+    # "heuristic" (built in), "classifier" (the ML extra), or "python:module:factory"
+    detector: str = "heuristic"
+    block_at: float = 0.9            # score >= block_at: refused, content_blocked
+    restrict_at: float = 0.6         # admitted without tools, output clamped
+    shadow: bool = False             # decide and record, never act
+    timeout_ms: float = 25.0         # latency budget of an asynchronous detector
+    on_failure: Literal["open", "closed"] = "closed"
+
+
+class PiiScreening(_Strict):
+    """Personal data: found, then logged, refused, redacted or tokenized (and restored)."""
+
+    detector: str = "patterns"       # "patterns" (built in), "presidio" (extra), or "python:module:factory"
+    mode: Literal["off", "log", "block", "redact", "tokenize"] = "tokenize"
+    entities: tuple[str, ...] | None = None   # None: every type the detector knows
+    shadow: bool = False
+    timeout_ms: float = 25.0
+    on_failure: Literal["open", "closed"] = "closed"
+
+
+class ScreeningPolicy(_Strict):
+    injection: InjectionScreening | None = None
+    pii: PiiScreening | None = None
+
+
 class ScreeningConfig(_Strict):
-    enabled: bool = False
+    # name -> policy; a plan picks one with ``screening: NAME``
+    policies: dict[str, ScreeningPolicy] = msgspec.field(default_factory=dict)
 
 
 class AdminConfig(_Strict):

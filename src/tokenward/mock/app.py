@@ -26,6 +26,7 @@ from .formats import (
     full_body,
     models_body,
 )
+from . import echo
 from .stats import Holds, Stats
 from .steering import BadRequest, Steering, parse_steering
 
@@ -168,6 +169,9 @@ class MockUpstream:
             await self._bad_request(send, exc)
             return
         stream = plan is not None and bool(body.get("stream"))
+        if steer.echo is not None and plan is not None:
+            await self._echo(send, steer, plan, body, stream, route == CHAT)
+            return
         if steer.plain and not stream:
             if plan is not None:
                 self.stats.tokens_generated += plan.tokens * plan.choices
@@ -176,6 +180,17 @@ class MockUpstream:
             return
         ctx = _Ctx(receive)
         await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload))
+
+    async def _echo(self, send: Send, steer: Steering, plan: Plan, body: dict, stream: bool, chat: bool) -> None:
+        text = echo.echo_text(chat, body)
+        ids = self._new_id(plan)
+        if not stream:
+            await send_json(send, 200, echo.full_body(plan, text, steer.echo, steer.tool_call, *ids))
+            return
+        await send(_SSE_START)
+        for event in echo.stream_events(plan, text, steer.echo, steer.tool_call, *ids):
+            await send({"type": "http.response.body", "body": event, "more_body": True})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _bad_request(self, send: Send, exc: BadRequest) -> None:
         self.stats.errors += 1

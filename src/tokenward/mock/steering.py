@@ -21,12 +21,14 @@ NO_USAGE = b"x-mock-no-usage"
 HOLD = b"x-mock-hold"
 RETRY_AFTER = b"x-mock-retry-after"
 ERROR_BODY = b"x-mock-error-body"
+ECHO = b"x-mock-echo"
+TOOL_CALL = b"x-mock-tool-call"
 ERROR_BODIES = ("json", "empty", "text", "detail")
 
 HEADER_NAMES = tuple(
     h.decode()
     for h in (TOKENS, TOKEN_RATE, DELAY_MS, HANG, STALL_AFTER, DIE_AFTER, STATUS, NO_USAGE, HOLD, RETRY_AFTER,
-              ERROR_BODY)
+              ERROR_BODY, ECHO, TOOL_CALL)
 )
 
 DEFAULT_TOKENS = 16
@@ -57,6 +59,9 @@ class Steering:
     # the shape of an x-mock-status answer's body: OpenAI's envelope ("json"), none,
     # plain text as a proxy in front of a backend answers, or FastAPI's {"detail": ...}
     error_body: str = "json"
+    # answer with the request's own last text, this many characters a chunk (mock/echo.py)
+    echo: int | None = None
+    tool_call: str | None = None
 
     @property
     def plain(self) -> bool:
@@ -138,6 +143,10 @@ def _apply(steer: Steering, name: bytes, value: bytes) -> None:
         steer.hold = value.decode("latin-1") or None
     elif name == RETRY_AFTER:
         steer.retry_after = value.decode("latin-1")
+    elif name == ECHO:
+        steer.echo = _int(name, value, 1, 1_000_000)
+    elif name == TOOL_CALL:
+        steer.tool_call = value.decode("latin-1") or None
     elif name == ERROR_BODY:
         shape = value.decode("latin-1").lower()
         if shape not in ERROR_BODIES:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from prometheus_client import CollectorRegistry, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from ..pipeline.context import RequestContext
 
@@ -23,6 +23,24 @@ class GatewayMetrics:
         self.stage_time: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)
         self.open_streams: dict[str, int] = defaultdict(int)
+        # (kind, detector, outcome, shadow) -> count; (kind, detector) -> score bucket counts + sum
+        self.screening: dict[tuple[str, str, str, str], int] = defaultdict(int)
+        self.scores: dict[tuple[str, str], list[float]] = {}
+
+    SCORE_BUCKETS = (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+    def screened(self, kind: str, detector: str, outcome: str, shadow: bool, score: float | None = None) -> None:
+        """One screener's outcome for one request (shadow included), and its score."""
+        self.screening[(kind, detector, outcome, "true" if shadow else "false")] += 1
+        if score is not None:
+            slot = self.scores.get((kind, detector))
+            if slot is None:
+                slot = self.scores[(kind, detector)] = [0.0] * (len(self.SCORE_BUCKETS) + 1)
+            for i, bound in enumerate(self.SCORE_BUCKETS):
+                if score <= bound:
+                    slot[i] += 1
+                    break
+            slot[-1] += score
 
     def observe(self, ctx: RequestContext) -> None:
         principal = ctx.principal
@@ -60,6 +78,20 @@ class GatewayMetrics:
         for key, value in list(self.tokens.items()):
             tokens.add_metric(list(key), value)
         yield tokens
+        screened = CounterMetricFamily("tokenward_screening", "Screener outcomes by kind, detector and outcome",
+                                       labels=["kind", "detector", "outcome", "shadow"])
+        for key, value in list(self.screening.items()):
+            screened.add_metric(list(key), value)
+        yield screened
+        scores = HistogramMetricFamily("tokenward_screening_score", "Screener scores", labels=["kind", "detector"])
+        for key, slot in list(self.scores.items()):
+            buckets, running = [], 0.0
+            for bound, count in zip(self.SCORE_BUCKETS, slot):
+                running += count
+                buckets.append((str(bound), running))
+            buckets.append(("+Inf", running))
+            scores.add_metric(list(key), buckets, slot[-1])
+        yield scores
         streams = GaugeMetricFamily("tokenward_open_streams", "Open streams per tenant", labels=["tenant"])
         for tenant, value in list(self.open_streams.items()):
             streams.add_metric([tenant], value)

@@ -25,4 +25,6 @@ STAGE_FACTORIES: dict[str, str] = {
     "admission": "tokenward.stages.s60_admit:build",
     "identity": "tokenward.stages.s20_identity:build",
     "entitlement": "tokenward.stages.s30_entitlement:build",
+    "screening": "tokenward.stages.s70_screen:build",
+    "transform": "tokenward.stages.s80_transform:build",
 }

@@ -23,51 +23,18 @@ from __future__ import annotations
 
 import msgspec
 
+from ..upstream.chunks import Delta, parsed
+from ..upstream.sse import SseEvent
 from .usage import Usage, from_reported
 
 
-class _Function(msgspec.Struct):
-    name: str | None = None
-    arguments: str | None = None
-
-
-class _ToolCall(msgspec.Struct):
-    function: _Function | None = None
-
-
-class _Delta(msgspec.Struct):
-    role: str | None = None
-    content: str | None = None
-    reasoning_content: str | None = None
-    refusal: str | None = None
-    tool_calls: list[_ToolCall] | None = None
-
-
-class _Choice(msgspec.Struct):
-    index: int = 0
-    delta: _Delta | None = None
-    text: str | None = None
-    finish_reason: str | None = None
-
-
-class _Chunk(msgspec.Struct):
-    id: str | None = None
-    kind: str | None = msgspec.field(default=None, name="object")
-    created: int | None = None
-    model: str | None = None
-    choices: list[_Choice] | None = None
-    usage: dict | None = None
-    error: object = None
-
-
-_decode_chunk = msgspec.json.Decoder(_Chunk).decode
 _decode_any = msgspec.json.decode
 
 # what one event was, for the relay
 OTHER, TOKENS, USAGE_ONLY, DONE, ERROR = range(5)
 
 
-def _delta_text(delta: _Delta) -> tuple[bool, str]:
+def _delta_text(delta: Delta) -> tuple[bool, str]:
     """(carries output, its text) of a chat delta."""
     parts = []
     carries = False
@@ -121,16 +88,16 @@ class StreamUsage:
         self.created: int | None = None
         self.model: str | None = None
 
-    def observe(self, data: bytes | None) -> int:
-        """Account for one event's data; return what it was (TOKENS, USAGE_ONLY, DONE, ...)."""
+    def observe(self, event: SseEvent) -> int:
+        """Account for one event; return what it was (TOKENS, USAGE_ONLY, DONE, ...)."""
+        data = event.data
         if data is None:
             return OTHER
         if data == b"[DONE]":
             self.saw_done = True
             return DONE
-        try:
-            chunk = _decode_chunk(data)
-        except (msgspec.DecodeError, msgspec.ValidationError):
+        chunk = parsed(event)
+        if chunk is None:
             return self._observe_loosely(data)
         kind = OTHER
         if self.stream_id is None and chunk.id is not None:

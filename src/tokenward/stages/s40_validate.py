@@ -10,6 +10,11 @@ Reads the body the entitlement stage left (it may have rewritten it), and leaves
   ``max_tokens``, normalized text): then the re-encoded request, so the backend reads
   exactly what screening and counting saw. A body nothing changed is never re-serialized.
 
+A PDF attachment's text is read here, in a sandboxed worker process
+(attachments/pdf.py: page, byte, time and memory limits), so that screening, masking and
+token counting see it; a file that cannot be read within the limits is
+``attachment_rejected``, and the gateway's own process never parses one.
+
 The decision record gets the counts: hidden characters stripped, texts normalized, and
 each clamped field with the value the client asked for.
 """
@@ -25,6 +30,7 @@ from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.plan import features_of, plan_of
 from ..validation.request import Validator
+from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -35,11 +41,13 @@ _encode = msgspec.json.encode
 class ValidationStage(BaseStage):
     name = "validation"
 
-    def __init__(self, vocab_sizes: dict[str, int], serves: dict[str, frozenset[str]] | None = None) -> None:
+    def __init__(self, vocab_sizes: dict[str, int], serves: dict[str, frozenset[str]] | None = None,
+                 pdf_reader=None) -> None:
         self.validator = Validator(vocab_sizes)
         self.paths = frozenset(self.validator.routes)
         # model -> the routes it is declared for (models.<name>.serves)
         self.serves = serves
+        self.pdf_reader = pdf_reader   # a started-on-first-use attachments.pdf.PdfExtractor
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         path = ctx.route.path if ctx.route is not None else ctx.path
@@ -54,6 +62,11 @@ class ValidationStage(BaseStage):
         if serves is not None and request.route not in serves[request.model]:
             return Refusal(Reason.model_route_unsupported,
                            f"The model `{request.model}` does not serve {path}", param="model")
+        if request.attachments and any(a.data is not None for a in request.attachments):
+            read = await self._read_files(request)
+            if isinstance(read, Refusal):
+                return read
+            request = read
         if request.changed:
             ctx.body = _encode(request.body)
         # The body is authoritative from here on: a dict an earlier stage decoded may be
@@ -71,7 +84,42 @@ class ValidationStage(BaseStage):
         return None
 
 
+    async def _read_files(self, request: NormalizedRequest) -> NormalizedRequest | Refusal:
+        from ..attachments.pdf import AttachmentRejected, PdfWorkerUnavailable
+
+        added = 0
+        for attachment in request.attachments:
+            data = attachment.data
+            if data is None:
+                continue
+            where = _where(attachment.path)
+            try:
+                text = await self.pdf_reader.extract(data)
+            except AttachmentRejected as exc:
+                return Refusal(Reason.attachment_rejected, f"{where}: the file {exc.reason}", param=where)
+            except PdfWorkerUnavailable:
+                return Refusal(Reason.attachments_unavailable, "attachments cannot be read right now; retry shortly",
+                               headers=((b"retry-after", b"1"),))
+            attachment.data = None
+            attachment.text = text
+            # the text joins the prompt: bounded by its bytes (one token per byte at most)
+            attachment.tokens += len(text.encode())
+            added += len(text.encode())
+        return msgspec.structs.replace(request, attachment_tokens=request.attachment_tokens + added)
+
+
+def _where(path: tuple | None) -> str:
+    if not path:
+        return "attachment"
+    _, i, _, j = path
+    return f"messages[{i}].content[{j}].file.file_data"
+
+
 def build(services) -> ValidationStage:
+    from ..attachments.pdf import PdfExtractor
+
     registry = shared_registry(services)
+    reader = PdfExtractor()   # workers start on the first PDF, never before
+    services.on_close(reader.aclose)
     return ValidationStage({model: counter.vocab_size for model, counter in registry.counters.items()},
-                           {model: frozenset(spec.serves) for model, spec in services.config.models.items()})
+                           {model: frozenset(spec.serves) for model, spec in services.config.models.items()}, reader)

@@ -16,11 +16,12 @@ DONE_DATA = b"[DONE]"
 
 
 class SseEvent:
-    __slots__ = ("raw", "data")
+    __slots__ = ("raw", "data", "parsed")
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
         self.data = _data_of(raw)
+        self.parsed = None  # the typed chunk, once a reader decoded it (upstream/chunks.py)
 
     @property
     def done(self) -> bool:

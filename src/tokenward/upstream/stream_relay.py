@@ -97,7 +97,7 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
                 break
             out = []
             for event in splitter.feed(chunk):
-                kind = account.observe(event.data)
+                kind = account.observe(event)
                 if kind == DONE:
                     done_event = event.raw  # only after a clean end
                 elif kind != USAGE_ONLY or not drop_usage:

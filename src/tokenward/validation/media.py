@@ -33,12 +33,23 @@ _BINARY = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")
 
 
 class Attachment:
-    __slots__ = ("kind", "size", "tokens")
+    """One checked attachment. A file whose text can be read keeps it: ``text`` for plain
+    text at once, ``data`` for a PDF until the validation stage has it read in a sandbox
+    (attachments/pdf.py). ``path`` is the part's place in the request, for masking."""
 
-    def __init__(self, kind: str, size: int, tokens: int) -> None:
+    __slots__ = ("kind", "size", "tokens", "path", "text", "data")
+
+    def __init__(self, kind: str, size: int, tokens: int, data: bytes | None = None) -> None:
         self.kind = kind
         self.size = size
         self.tokens = tokens
+        self.path: tuple | None = None
+        self.text: str | None = None
+        self.data: bytes | None = None
+        if kind == "text/plain" and data is not None:
+            self.text = data.decode("utf-8", "replace")
+        elif kind == "application/pdf":
+            self.data = data
 
     def __repr__(self) -> str:
         return f"Attachment({self.kind}, {self.size} bytes, {self.tokens} tokens)"
@@ -179,7 +190,7 @@ def check_payload(data: bytes, param: str, family: str | None, plan: PlanConfig)
         tokens += -(-size[0] // _PATCH) * -(-size[1] // _PATCH)
     elif kind == "text/plain":
         tokens += len(data)
-    return Attachment(kind, len(data), tokens)
+    return Attachment(kind, len(data), tokens, data)
 
 
 def image_part(url: str, param: str, plan: PlanConfig) -> Attachment:

@@ -69,7 +69,9 @@ def _check_parts(parts: list[Any], i: int, plan: PlanConfig, norm: Normalizer, f
             param = f"messages[{i}].content[{j}].input_audio.data"
             findings.attachments.append(media.audio_part(part.input_audio.data, param, plan))
         elif kind is FilePart:
-            findings.attachments.append(_file(part, f"messages[{i}].content[{j}].file", plan))
+            attachment = _file(part, f"messages[{i}].content[{j}].file", plan)
+            attachment.path = ("messages", i, "content", j)
+            findings.attachments.append(attachment)
         elif kind is RefusalPart and len(part.refusal) > cap:
             raise too_long(f"messages[{i}].content[{j}].refusal", cap)
 

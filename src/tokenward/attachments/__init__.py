@@ -1,0 +1,1 @@
+"""Reading untrusted attachments (PDF text) in sandboxed child processes."""

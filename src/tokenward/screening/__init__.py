@@ -1,0 +1,1 @@
+"""Content screening: the Screener protocol, the detectors, and the texts they read."""

@@ -1,0 +1,77 @@
+"""The ``Screener`` protocol: texts in, a score and spans out; and running one in budget.
+
+A screener reads every caller-controlled text of a request (``texts.py``) and returns a
+``ScreenResult``: a score in [0, 1] (injection: how likely an attack; personal data: 1 if
+anything was found) and the spans it found, each naming the text, the offsets and what
+it is (a signal name, an entity type). It never returns or logs the text itself.
+
+Two shapes, one protocol: ``screen`` returns the result directly (the built-in
+detectors: pure CPU, linear time, run inline) or an awaitable (a model in a thread, a
+remote service), which ``run`` bounds by the screener's latency budget. A screener that
+raises, or does not answer within the budget, is a ``ScreenerFailed``: the policy's
+``on_failure`` decides what that means (closed: 503 ``screening_unavailable``; open:
+admitted and recorded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+from time import perf_counter_ns
+from typing import Any, Awaitable, NamedTuple, Protocol, Sequence
+
+
+class Span(NamedTuple):
+    text: int          # index into the texts screened
+    start: int
+    end: int
+    label: str         # an entity type (EMAIL) or a signal name (override)
+
+
+class ScreenResult(NamedTuple):
+    score: float
+    spans: list[Span]
+
+
+class Screener(Protocol):
+    name: str
+
+    def screen(self, texts: Sequence[str]) -> ScreenResult | Awaitable[ScreenResult]: ...
+
+
+class ScreenerFailed(Exception):
+    """A screener that raised or overran its budget (``.why``: 'timeout' or 'error')."""
+
+    def __init__(self, why: str, detail: str) -> None:
+        super().__init__(detail)
+        self.why = why
+
+
+async def run(screener: Screener, texts: Sequence[str], timeout_s: float) -> tuple[ScreenResult, float]:
+    """(result, microseconds taken); raises ScreenerFailed."""
+    started = perf_counter_ns()
+    try:
+        result = screener.screen(texts)
+        if inspect.isawaitable(result):
+            result = await asyncio.wait_for(result, timeout_s)
+    except (asyncio.TimeoutError, TimeoutError):
+        raise ScreenerFailed("timeout", f"{screener.name} did not answer within {timeout_s * 1000:g} ms") from None
+    except Exception as exc:  # a broken screener is the policy's question, not a 500
+        raise ScreenerFailed("error", f"{screener.name} failed: {type(exc).__name__}") from exc
+    return result, (perf_counter_ns() - started) / 1000
+
+
+def load(spec: str, builtins: dict[str, Any], **kwargs: Any) -> Screener:
+    """A screener by name: a built-in one, or ``python:module:factory`` (a callable taking the
+    same keyword arguments), so an operator can plug in their own without a fork."""
+    if spec.startswith("python:"):
+        module_name, _, factory_name = spec[len("python:"):].rpartition(":")
+        if not module_name or not factory_name:
+            raise ValueError(f"expected python:module:factory, got {spec!r}")
+        factory = getattr(importlib.import_module(module_name), factory_name)
+        return factory(**kwargs)
+    factory = builtins.get(spec)
+    if factory is None:
+        raise ValueError(f"unknown detector {spec!r} (built in: {', '.join(sorted(builtins))})")
+    return factory(**kwargs)

@@ -1,0 +1,121 @@
+"""Every caller-controlled string of a validated request, where it sits, and how to change it.
+
+Screening reads all of them, after validation's normalization: message contents and text
+parts (tool results included: indirect injection arrives there), names, refusals,
+tool-call arguments of earlier turns, tool and response-format descriptions and the JSON
+schemas of tools (descriptions inside them), completion prompts and suffixes, embedding
+inputs, and the text extracted from attachments. Roles are a closed set validation
+already checked, so they carry no caller text.
+
+Each text comes with its path in the request's JSON (``("messages", 2, "content")``).
+``replace`` writes new values at paths into the decoded body. Two paths end in a marker:
+``JSON`` (a tool's parameter schema, screened as its JSON text: a new text is parsed
+back into the schema; placeholders are plain ASCII, so masking keeps it valid JSON) and
+``ATTACHMENT`` (the whole part, which masking turns into a text part holding the masked
+text extracted from the file).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import msgspec
+from msgspec import UNSET
+
+from ..validation.result import NormalizedRequest
+from ..validation.schemas import AssistantMessage, RefusalPart, TextPart
+
+Path = tuple
+ATTACHMENT = "attachment"   # a path's last element: replace the whole part with a text part
+JSON = "json"               # a path's last element: the text is JSON, parsed back when replaced
+
+
+def _content(content: Any, base: Path) -> Iterator[tuple[Path | None, str]]:
+    if type(content) is str:
+        yield base, content
+        return
+    if not content:
+        return
+    for j, part in enumerate(content):
+        kind = type(part)
+        if kind is TextPart:
+            yield (*base, j, "text"), part.text
+        elif kind is RefusalPart:
+            yield (*base, j, "refusal"), part.refusal
+
+
+def _chat(body: Any) -> Iterator[tuple[Path | None, str]]:
+    for i, message in enumerate(body.messages):
+        yield from _content(message.content, ("messages", i, "content"))
+        name = getattr(message, "name", UNSET)
+        if name is not UNSET:
+            yield ("messages", i, "name"), name
+        if type(message) is AssistantMessage:
+            if isinstance(message.refusal, str):
+                yield ("messages", i, "refusal"), message.refusal
+            for k, call in enumerate(message.tool_calls or ()):
+                yield ("messages", i, "tool_calls", k, "function", "arguments"), call.function.arguments
+            if message.function_call:
+                yield ("messages", i, "function_call", "arguments"), message.function_call.arguments
+    for k, tool in enumerate(body.tools or ()):
+        fn = tool.function
+        if fn.description is not UNSET:
+            yield ("tools", k, "function", "description"), fn.description
+        if fn.parameters is not UNSET:
+            yield ("tools", k, "function", "parameters", JSON), bytes(fn.parameters).decode("utf-8", "replace")
+    fmt = body.response_format
+    spec = getattr(fmt, "json_schema", None)
+    if spec is not None and spec.description is not UNSET:
+        yield ("response_format", "json_schema", "description"), spec.description
+
+
+def _items(value: Any, field: str) -> Iterator[tuple[Path | None, str]]:
+    if type(value) is str:
+        yield (field,), value
+    elif isinstance(value, list) and value and type(value[0]) is str:
+        for i, item in enumerate(value):
+            yield (field, i), item
+
+
+def caller_texts(request: NormalizedRequest) -> tuple[list[str], list[Path | None]]:
+    """(texts, paths) of the request, in document order; paths[i] is None where the text
+    is screened but has no place in the body (an attachment read from elsewhere)."""
+    body = request.body
+    if request.route == "chat":
+        found = list(_chat(body))
+    elif request.route == "completions":
+        found = list(_items(body.prompt, "prompt"))
+        if isinstance(body.suffix, str):
+            found.append((("suffix",), body.suffix))
+    else:
+        found = list(_items(body.input, "input"))
+    for attachment in request.attachments:
+        text = getattr(attachment, "text", None)
+        if text:
+            found.append(((*attachment.path, ATTACHMENT) if attachment.path else None, text))
+    return [text for _, text in found], [path for path, _ in found]
+
+
+def replace(body: dict, edits: list[tuple[Path, str]]) -> None:
+    """Write each new text at its path in the decoded request body."""
+    for path, text in edits:
+        if path[-1] == ATTACHMENT:
+            holder = _walk(body, path[:-2])
+            holder[path[-2]] = {"type": "text", "text": text}
+            continue
+        if path[-1] == JSON:
+            holder = _walk(body, path[:-2])
+            holder[path[-2]] = msgspec.json.decode(text)
+            continue
+        holder = _walk(body, path[:-1])
+        holder[path[-1]] = text
+
+
+def _walk(body: Any, path: Path) -> Any:
+    node = body
+    for key in path:
+        node = node[key]
+    return node
+
+
+__all__ = ["ATTACHMENT", "JSON", "caller_texts", "replace"]

@@ -1,0 +1,195 @@
+"""Screening: injection and personal-data detectors under the plan's graded policy.
+
+The plan names a policy (``plans.<plan>.screening``; docs/screening.md). Every
+caller-controlled text of the validated request is screened (screening/texts.py):
+
+- injection: a score in [0, 1]; at ``block_at`` or above the request is refused
+  (400 ``content_blocked``, naming the detector), at ``restrict_at`` or above it is
+  admitted *restricted* (the transform stage removes its tools and clamps its output to
+  the plan's ``restricted_max_output_tokens``), below it is only recorded;
+- personal data: the entities found; ``log`` records them, ``block`` refuses
+  (``content_blocked`` naming the detector and the types, never a value), ``redact`` and
+  ``tokenize`` leave the spans for the transform stage, which masks every one of them:
+  masking is never gated on a weaker check than the detector itself.
+
+``shadow: true`` on a screener decides and records (``would`` in the record, counted in
+the metrics) and enforces nothing. A screener that fails or overruns its latency budget
+is ``on_failure``: ``closed`` refuses with 503 ``screening_unavailable``, ``open`` admits
+and records. Scores, outcomes and entity counts go into the decision record and the
+metrics; no text ever does.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..config.schema import InjectionScreening, PiiScreening, ScreeningPolicy
+from ..errors import ConfigError, Reason, Refusal
+from ..observe.metrics import METRICS
+from ..pipeline.stage import BaseStage
+from ..pii.placeholders import LOOKALIKE
+from ..screening import screener as screening
+from ..screening.detectors import injection_screener, pii_screener
+from ..screening.texts import caller_texts
+from ..validation.plan import plan_of
+from ..validation.result import NormalizedRequest
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+
+class Screening:
+    """The screening stage's result (``ctx.screening``): what the transform stage acts on,
+    and the record."""
+
+    __slots__ = ("record", "restrict", "texts", "paths", "pii_spans", "pii_mode", "pii_detector")
+
+    def __init__(self, texts: list[str], paths: list) -> None:
+        self.record: dict[str, Any] = {}
+        self.restrict = False
+        self.texts = texts
+        self.paths = paths
+        self.pii_spans: list[screening.Span] | None = None  # to mask (redact / tokenize)
+        self.pii_mode: str | None = None
+        self.pii_detector: str | None = None
+
+    @property
+    def rewrites(self) -> bool:
+        return self.restrict or self.pii_spans is not None
+
+
+class CompiledPolicy:
+    __slots__ = ("injection", "injection_screener", "pii", "pii_screener")
+
+    def __init__(self, name: str, policy: ScreeningPolicy) -> None:
+        self.injection: InjectionScreening | None = policy.injection
+        self.pii: PiiScreening | None = policy.pii if policy.pii is not None and policy.pii.mode != "off" else None
+        self.injection_screener = None
+        self.pii_screener = None
+        try:
+            if self.injection is not None:
+                self.injection_screener = injection_screener(self.injection.detector)
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"screening.policies.{name}.injection.detector", str(exc)) from None
+        try:
+            if self.pii is not None:
+                self.pii_screener = pii_screener(self.pii.detector, self.pii.entities)
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"screening.policies.{name}.pii", str(exc)) from None
+
+
+def _failed(kind: str, detector: str, exc: screening.ScreenerFailed, closed: bool, shadow: bool,
+            record: dict) -> Refusal | None:
+    outcome = "unavailable" if closed else "failed_open"
+    record[kind] = {"detector": detector, "outcome": outcome, "failure": exc.why}
+    if shadow:
+        record[kind]["shadow"] = True
+    METRICS.screened(kind, detector, outcome, shadow)
+    if closed and not shadow:
+        return Refusal(Reason.screening_unavailable, f"content screening ({detector}) is unavailable; retry shortly",
+                       headers=((b"retry-after", b"1"),))
+    return None
+
+
+class ScreeningStage(BaseStage):
+    name = "screening"
+
+    def __init__(self, policies: dict[str, CompiledPolicy]) -> None:
+        self.policies = policies
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:
+        name = plan_of(ctx).screening
+        if name is None:
+            return None
+        request = ctx.request
+        if not isinstance(request, NormalizedRequest):
+            return None
+        policy = self.policies[name]
+        texts, paths = caller_texts(request)
+        result = ctx.screening = Screening(texts, paths)
+        if policy.injection is not None:
+            refusal = await self._injection(policy, result)
+            if refusal is not None:
+                return refusal
+        if policy.pii is not None:
+            return await self._pii(policy, result)
+        return None
+
+    async def _injection(self, policy: CompiledPolicy, result: Screening) -> Refusal | None:
+        cfg, screener = policy.injection, policy.injection_screener
+        assert cfg is not None and screener is not None
+        ran = await _screen("injection", cfg, screener, result)
+        if isinstance(ran, Refusal) or ran is None:
+            return ran
+        found, took_us = ran
+        score = round(float(found.score), 4)
+        outcome = "block" if score >= cfg.block_at else "restrict" if score >= cfg.restrict_at else "pass"
+        entry: dict[str, Any] = {"detector": screener.name, "score": score, "outcome": outcome, "us": round(took_us, 1)}
+        if found.spans:
+            entry["signals"] = sorted({span.label for span in found.spans})
+        if cfg.shadow:
+            entry["shadow"] = True
+        result.record["injection"] = entry
+        METRICS.screened("injection", screener.name, outcome, cfg.shadow, score)
+        if cfg.shadow or outcome == "pass":
+            return None
+        if outcome == "restrict":
+            result.restrict = True
+            return None
+        return Refusal(Reason.content_blocked, f"the request was blocked by content screening ({screener.name})")
+
+    async def _pii(self, policy: CompiledPolicy, result: Screening) -> Refusal | None:
+        cfg, screener = policy.pii, policy.pii_screener
+        assert cfg is not None and screener is not None
+        ran = await _screen("pii", cfg, screener, result)
+        if isinstance(ran, Refusal) or ran is None:
+            return ran
+        found, took_us = ran
+        counts: dict[str, int] = {}
+        for span in found.spans:
+            counts[span.label] = counts.get(span.label, 0) + 1
+        mode = cfg.mode
+        if not counts:
+            outcome = "pass"
+        else:
+            outcome = {"log": "logged", "block": "block", "redact": "redact", "tokenize": "tokenize"}[mode]
+        entry: dict[str, Any] = {"detector": screener.name, "mode": mode, "outcome": outcome, "us": round(took_us, 1)}
+        if counts:
+            entry["entities"] = counts
+        if cfg.shadow:
+            entry["shadow"] = True
+        result.record["pii"] = entry
+        METRICS.screened("pii", screener.name, outcome, cfg.shadow)
+        if cfg.shadow:
+            return None
+        if outcome == "block":
+            types = ", ".join(sorted(counts))
+            return Refusal(Reason.content_blocked,
+                           f"personal data ({types}) found by content screening ({screener.name}); "
+                           f"this plan does not accept it")
+        if mode in ("redact", "tokenize") and (counts or (mode == "tokenize" and _typed_lookalikes(result.texts))):
+            result.pii_spans = found.spans
+            result.pii_mode = mode
+            result.pii_detector = screener.name
+        return None
+
+
+async def _screen(kind: str, cfg: Any, screener: Any, result: Screening):
+    """(result, microseconds), or what a failure means under ``on_failure``: a Refusal
+    (closed) or None (open: admitted, recorded)."""
+    try:
+        return await screening.run(screener, result.texts, cfg.timeout_ms / 1000)
+    except screening.ScreenerFailed as exc:
+        return _failed(kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
+
+
+def _typed_lookalikes(texts: list[str]) -> bool:
+    """Text that looks like a placeholder must be neutralized even when nothing is masked."""
+    return any("{" in text and LOOKALIKE.search(text) for text in texts)
+
+
+def build(services) -> ScreeningStage | None:
+    policies = services.config.screening.policies
+    if not policies:
+        return None
+    return ScreeningStage({name: CompiledPolicy(name, policy) for name, policy in policies.items()})

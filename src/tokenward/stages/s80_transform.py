@@ -1,0 +1,127 @@
+"""Transform: the body the backend receives, rewritten as screening decided.
+
+- *restricted* (an injection score between ``restrict_at`` and ``block_at``): tools,
+  tool choice and functions are removed, and the output is clamped to the plan's
+  ``restricted_max_output_tokens``;
+- personal data in ``redact`` or ``tokenize`` mode: every span the detector found is
+  masked (pii/placeholders.py), caller-typed look-alikes neutralized, in every text it
+  read, attachments' extracted text included (the file part becomes a text part);
+  ``tokenize`` registers the restorer as this request's response transform, so the
+  answer gets the values back, whole or streamed, on every way out.
+
+The masked prompt must stay inside what admission reserved: the changed texts are
+counted again with the model's counter, and if masking made them longer (a short value,
+a longer placeholder), ``max_tokens`` is lowered by the difference, so the worst case the
+backend can spend is never above the reservation. The body is decoded and encoded once,
+and only for a request that needs a rewrite.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import Reason, Refusal
+from ..pii.placeholders import Masker
+from ..pipeline.stage import BaseStage
+from ..screening.texts import replace
+from ..tokenize.registry import shared_registry
+from ..validation.plan import plan_of
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+_TOOL_FIELDS = ("tools", "tool_choice", "functions", "function_call", "parallel_tool_calls")
+_OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
+
+
+class TransformStage(BaseStage):
+    name = "transform"
+
+    def __init__(self, counters: dict[str, Any]) -> None:
+        self.counters = counters
+
+    async def admit(self, ctx: RequestContext) -> Refusal | None:
+        screened = ctx.screening
+        if screened is None or not screened.rewrites:
+            return None
+        body = _decode(ctx.body)
+        if screened.restrict:
+            _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
+        if screened.pii_spans is not None:
+            refusal = self._mask(ctx, screened, body)
+            if refusal is not None:
+                return refusal
+        ctx.body = _encode(body)
+        ctx.payload = None
+        return None
+
+    def _mask(self, ctx: RequestContext, screened, body: dict) -> Refusal | None:
+        masker = Masker(restore=screened.pii_mode == "tokenize")
+        by_text: dict[int, list[tuple[int, int, str]]] = {}
+        for span in screened.pii_spans:
+            by_text.setdefault(span.text, []).append((span.start, span.end, span.label))
+        edits = []
+        grown = 0
+        counter = self.counters.get(ctx.request.model)
+        for i, (text, path) in enumerate(zip(screened.texts, screened.paths)):
+            new = masker.mask(text, by_text.get(i, ()))
+            if new is text or new == text:
+                continue
+            if path is None:
+                # text with no place in the body cannot be masked there: never forward it
+                return Refusal(Reason.content_blocked, "personal data found where it cannot be masked")
+            edits.append((path, new))
+            if counter is not None:
+                grown += counter.count_uncached(new) - counter.count_uncached(text)
+        replace(body, edits)
+        record: dict[str, Any] = {"mode": screened.pii_mode, "masked": dict(masker.masked)}
+        if masker.neutralized:
+            record["neutralized"] = len(masker.neutralized)
+        if grown > 0:
+            refusal = _keep_within_reservation(ctx, body, grown, record)
+            if refusal is not None:
+                return refusal
+        ctx.note("pii", record)
+        restorer = masker.restorer()
+        if restorer is not None:
+            ctx.add_transform(restorer)
+        return None
+
+
+def _restrict(ctx: RequestContext, body: dict, cap: int) -> None:
+    removed = [field for field in _TOOL_FIELDS if body.pop(field, None) is not None]
+    clamped = {}
+    for field in _OUTPUT_FIELDS:
+        value = body.get(field)
+        if isinstance(value, int) and value > cap:
+            body[field] = cap
+            clamped[field] = value
+    ctx.note("restricted", {"removed": removed, "clamped": clamped})
+
+
+def _keep_within_reservation(ctx: RequestContext, body: dict, grown: int, record: dict) -> Refusal | None:
+    """Masking made the prompt ``grown`` tokens longer: take them off the output, which the
+    reservation covered ``outer_items`` times."""
+    outer = max(ctx.request.outer_items, 1)
+    cut = -(-grown // outer)
+    record["prompt_grew"] = grown
+    for field in _OUTPUT_FIELDS:
+        value = body.get(field)
+        if isinstance(value, int):
+            if value - cut < 1:
+                return Refusal(Reason.context_too_large,
+                               "masking personal data made the prompt longer than this request's max_tokens allows; "
+                               "raise max_tokens", param=field)
+            body[field] = value - cut
+            record["output_cut"] = cut
+    return None
+
+
+def build(services) -> TransformStage | None:
+    if not services.config.screening.policies:
+        return None
+    return TransformStage(shared_registry(services).counters)
