@@ -8,6 +8,10 @@
     POST /admin/keys/{id}/suspend          {for: "1h", reason, reviewer?}
     POST /admin/keys/{id}/reinstate        {reason, reviewer?}
     GET  /admin/audit[?key_id=ID]          the audit trail
+    POST /admin/tenants/{T}/cache/purge    drop the tenant's cached answers -> {"tenant", "purged"}
+
+Tenant actions are registered by the parts of the gateway that own them
+(``tenant_actions``: "cache/purge" by the cache stage).
 
 Every call needs ``Authorization: Bearer <admin token>``; the token is read from the env
 var named by ``admin.token_env`` and compared in constant time.
@@ -93,6 +97,8 @@ class AdminApi:
         self._token = token.encode()
         self._config = config
         self._clock = clock
+        # "action/path" -> async (tenant) -> JSON-able result, for POST /admin/tenants/{T}/<action>
+        self.tenant_actions: dict[str, Callable[[str], Awaitable[Any]]] = {}
 
     async def __call__(self, scope: dict, receive, send) -> None:
         request_id = b"admin_" + f"{time.monotonic_ns():x}".encode()
@@ -133,7 +139,20 @@ class AdminApi:
             return 200, await self._get(parts[1])
         if len(parts) == 3 and parts[0] == "keys" and method == "POST" and parts[2] in _CHANGES:
             return 200, await self._change(parts[2], parts[1], await _read_json(receive))
+        if len(parts) >= 3 and parts[0] == "tenants" and method == "POST":
+            action = self.tenant_actions.get("/".join(parts[2:]))
+            if action is not None:
+                return 200, await self._tenant_action(parts[1], action)
         raise _refusal(Reason.route_denied, f"no admin route {method} {scope['path']}")
+
+    async def _tenant_action(self, tenant: str, action: Callable[[str], Awaitable[Any]]) -> bytes:
+        if tenant not in self._config.tenants:
+            raise _error(404, "tenant_not_found", f"no tenant {tenant!r} in the config", "tenant")
+        try:
+            result = await action(tenant)
+        except Exception as exc:  # a store that is down: say so, not a 500
+            raise _error(503, "action_unavailable", f"the action could not be done now: {exc}") from None
+        return _encode({"tenant": tenant, **result})
 
     async def _list(self, tenant: str | None) -> bytes:
         now = self._clock()

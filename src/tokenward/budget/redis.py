@@ -196,7 +196,7 @@ class RedisStore:
             self.round_trips += 1
             await self._transport.exchange(_script_loads(), len(SCRIPTS))
 
-    async def _run_keyed(self, items: list[tuple[str, bytes]]) -> list:
+    async def run_keyed(self, items: list[tuple[str, bytes]]) -> list:
         """Commands with the key that routes each (its namespace's slot, on a cluster)."""
         if not self._checked:
             await self._detect()
@@ -222,7 +222,7 @@ class RedisStore:
         if not calls:
             return []
         if not self._checked or self._cluster is not None:
-            return [_outcome(r) for r in await self._run_keyed([(c.layout.namespace, _pack_reserve(c)) for c in calls])]
+            return [_outcome(r) for r in await self.run_keyed([(c.layout.namespace, _pack_reserve(c)) for c in calls])]
         payload = b"".join(map(_pack_reserve, calls)) if len(calls) > 1 else _pack_reserve(calls[0])
         self.round_trips += 1
         try:
@@ -235,7 +235,7 @@ class RedisStore:
         if not calls:
             return []
         if not self._checked or self._cluster is not None:
-            return await self._run_keyed([(c.leases_key, _pack_settle(c)) for c in calls])
+            return await self.run_keyed([(c.leases_key, _pack_settle(c)) for c in calls])
         payload = b"".join(map(_pack_settle, calls)) if len(calls) > 1 else _pack_settle(calls[0])
         self.round_trips += 1
         try:
@@ -247,7 +247,7 @@ class RedisStore:
                     count: int) -> list[tuple[int, int]]:
         if not namespaces:
             return []
-        replies = await self._run_keyed([
+        replies = await self.run_keyed([
             (ns, b"".join((b"*7\r\n", SWEEP.head, _bulk(1), _bulk(ns), _bulk(now_ms), _bulk(cursor), _bulk(count))))
             for ns, cursor in zip(namespaces, cursors)])
         return [(int(reply[0]), reply[1]) for reply in replies]
@@ -261,12 +261,12 @@ class RedisStore:
                     args += (r.until_ms, rid)
                 commands.append((r.leases_key, pack(*args)))
         if commands:
-            await self._run_keyed(commands)
+            await self.run_keyed(commands)
 
     async def expired(self, leases_keys: Sequence[str], now_ms: int, limit: int) -> list[list[str]]:
         if not leases_keys:
             return []
-        replies = await self._run_keyed([(key, pack(b"ZRANGEBYSCORE", key, b"-inf", b"(%d" % now_ms, b"LIMIT", 0, limit))
+        replies = await self.run_keyed([(key, pack(b"ZRANGEBYSCORE", key, b"-inf", b"(%d" % now_ms, b"LIMIT", 0, limit))
                                          for key in leases_keys])
         return [[rid.decode() for rid in reply] for reply in replies]
 
@@ -278,7 +278,7 @@ class RedisStore:
             namespace = namespace_of(key)
             commands.append((key, pack(b"HGET", namespace, key[len(namespace) + 1:])))
             commands.append((key, pack(b"HGET", key, b"k")))   # a record of an earlier version
-        replies = await self._run_keyed(commands)
+        replies = await self.run_keyed(commands)
         out: list[list[str] | None] = []
         for record, old in zip(replies[::2], replies[1::2]):
             if record is not None:
@@ -290,7 +290,7 @@ class RedisStore:
     async def value(self, key: str) -> object:
         namespace = namespace_of(key)
         name = key[len(namespace) + 1:]
-        whole, period_less = await self._run_keyed([(key, pack(b"HGET", namespace, name)),
+        whole, period_less = await self.run_keyed([(key, pack(b"HGET", namespace, name)),
                                                     (key, pack(b"HGET", namespace, name.rsplit(":", 1)[0]))])
         if whole is not None:
             return _decode_value(whole)
@@ -300,12 +300,12 @@ class RedisStore:
 
     async def _legacy_value(self, key: str) -> object:
         # Two reads, not atomic: a key settled in between reads as gone.
-        [kind] = await self._run_keyed([(key, pack(b"TYPE", key))])
+        [kind] = await self.run_keyed([(key, pack(b"TYPE", key))])
         if kind == b"hash":
-            level, ts = (await self._run_keyed([(key, pack(b"HMGET", key, b"l", b"t"))]))[0]
+            level, ts = (await self.run_keyed([(key, pack(b"HMGET", key, b"l", b"t"))]))[0]
             return None if level is None else (int(level), int(ts))
         if kind == b"string":
-            [raw] = await self._run_keyed([(key, pack(b"GET", key))])
+            [raw] = await self.run_keyed([(key, pack(b"GET", key))])
             if raw is None:
                 return None
             if b" " in raw:  # a bucket: "level ts"
@@ -315,7 +315,7 @@ class RedisStore:
         return None
 
     async def open_reservations(self, leases_key: str) -> int:
-        return (await self._run_keyed([(leases_key, pack(b"ZCARD", leases_key))]))[0]
+        return (await self.run_keyed([(leases_key, pack(b"ZCARD", leases_key))]))[0]
 
     async def close(self) -> None:
         await self._transport.close()

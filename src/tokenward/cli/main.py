@@ -20,11 +20,17 @@ app.add_typer(budget_app, name="budget")
 
 
 def _load_or_exit(path: Path):
+    """The config, loaded and verified exactly as ``serve`` and ``check-config`` both need
+    (config/verify.py); else ``FILE: path: message`` on stderr and exit 2."""
+    from ..config.verify import verify_config
+
     try:
-        return load_config(path)
+        cfg = load_config(path)
+        verify_config(cfg)
     except ConfigError as exc:
         print(f"{path}: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
+    return cfg
 
 
 @app.command()
@@ -34,17 +40,41 @@ def serve(
     port: Optional[int] = typer.Option(None, help="listen port, 0 = any free port (default: server.port)"),
     workers: Optional[int] = typer.Option(None, help="worker processes (default: server.workers)"),
 ) -> None:
-    """Run the gateway."""
+    """Run the gateway. Exit 2: the config is refused (the same checks as check-config);
+    exit 3: it could not start (port in use, a store or backend refused), one line on stderr."""
     from .serve import serve as run
 
     cfg = _load_or_exit(config)
-    run(cfg, host or cfg.server.host, cfg.server.port if port is None else port,
-        cfg.server.workers if workers is None else workers)
+    port = cfg.server.port if port is None else _in_range("port", port)
+    workers = cfg.server.workers if workers is None else _in_range("workers", workers)
+    run(cfg, host or cfg.server.host, port, workers)
+
+
+def _in_range(option: str, value: int) -> int:
+    """A command-line override, held to its config field's range (server.port, server.workers)."""
+    from ..config.schema import RANGES, ServerConfig
+
+    bound = RANGES[ServerConfig][option]
+    if not bound.holds(value):
+        print(f"--{option}: {bound.describe()}", file=sys.stderr)
+        raise typer.Exit(2)
+    return value
 
 
 @app.command("check-config")
-def check_config(config: Path = typer.Argument(..., help="YAML config file")) -> None:
-    """Validate a config with the loader serve uses; exit 2 naming the bad key."""
+def check_config(
+    config_arg: Optional[Path] = typer.Argument(None, metavar="[CONFIG]", help="YAML config file"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config file (or as the argument)"),
+) -> None:
+    """Validate a config with every check serve makes before it starts (no network I/O);
+    exit 2 naming the bad key."""
+    if config_arg is not None and config is not None and config_arg != config:
+        print("check-config: give the config file once (as an argument or with --config)", file=sys.stderr)
+        raise typer.Exit(2)
+    config = config or config_arg
+    if config is None:
+        print("check-config: missing the config file (check-config --config FILE)", file=sys.stderr)
+        raise typer.Exit(2)
     cfg = _load_or_exit(config)
     print(f"{config}: ok ({len(cfg.models)} models, {len(cfg.plans)} plans, {len(cfg.tenants)} tenants)")
 

@@ -1,13 +1,23 @@
-"""``tokenward serve``: bind, print where, run one or more workers on the one socket."""
+"""``tokenward serve``: bind, start one or more workers on the one socket, then say where.
+
+What it prints is true when printed: ``tokenward listening on http://H:P`` (and the demo
+key) only once every worker's app has started; a start that fails is one line on stderr,
+``tokenward: <reason>``, with exit code 3 and nothing on stdout. (A config that does not
+pass check-config's checks is refused before this, with exit code 2: cli/main.py.)
+"""
 
 from __future__ import annotations
 
 import logging
 import os
 import resource
+import select
 import signal
 import socket
 import sys
+import time
+from pathlib import Path
+from typing import Callable, NoReturn
 
 from ..config.schema import Config
 
@@ -49,76 +59,327 @@ def connection_cap(config: Config, open_files: int) -> int:
 def bind_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host, port))
-    sock.listen(2048)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except BaseException:
+        sock.close()
+        raise
     sock.set_inheritable(True)
     return sock
 
 
-def _run_worker(config: Config, sock: socket.socket) -> None:
+# Exit codes: 2 is a config refused (cli/main.py, like check-config); 3 is a start that
+# failed with a valid config: the port is taken, a store or the key store refused.
+EXIT_START_FAILED = 3
+
+
+def _fail(reason: str) -> NoReturn:
+    """The one line a failed start prints, then exit 3 (no traceback, nothing on stdout)."""
+    sys.stdout.flush()
+    sys.stderr.write(f"tokenward: {_one_line(reason)}\n")
+    sys.stderr.flush()
+    raise SystemExit(EXIT_START_FAILED)
+
+
+def _one_line(reason: str) -> str:
+    lines = [line.strip() for line in str(reason).splitlines() if line.strip()]
+    return lines[0] if lines else "start-up failed"
+
+
+def _why(exc: BaseException) -> str:
+    return str(exc) or type(exc).__name__
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        return bind_socket(host, port)
+    except (OSError, OverflowError) as exc:
+        why = getattr(exc, "strerror", None) or _why(exc)
+        where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+        _fail(f"cannot listen on {where}: {why[:1].lower()}{why[1:]}")
+
+
+class _HeldLogs(logging.Handler):
+    """Start-up's log records, held: written to stderr once the app started, dropped if it
+    failed (the failure is then the one line ``tokenward: <reason>``)."""
+
+    def __init__(self, level: str) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+        self.level_name = level.upper()
+        root = logging.getLogger()
+        root.setLevel(self.level_name)
+        root.addHandler(self)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+    def show(self) -> None:
+        root = logging.getLogger()
+        root.removeHandler(self)
+        logging.basicConfig(level=self.level_name, stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        for record in self.records:
+            for handler in root.handlers:
+                handler.handle(record)
+        self.records.clear()
+
+
+def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | None], None]) -> bool:
+    """One worker's life; ``report`` hears None once its app started, else why it did not."""
     from ..app import Gateway
     from ..http import serving
 
-    logging.basicConfig(level=config.logging.level.upper(), stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    held = _HeldLogs(config.logging.level)
+
+    def started(reason: str | None) -> None:
+        if reason is None:
+            held.show()
+        report(reason)
+
     # The whole head's cap across reads; the edge's own limits are counted per header.
     max_head = max(serving.MAX_HEAD_BYTES, 4 * config.edge.max_header_bytes)
     open_files = raise_open_file_limit()
     cap = connection_cap(config, open_files)
     log.info("open-file limit %d: up to %d client connections", open_files, cap)
-    started = serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
-                          graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head,
-                          max_connections=cap, max_header_bytes=config.edge.max_header_bytes,
-                          max_headers=config.edge.max_headers)
-    if not started:
-        sys.exit(3)
+    return serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
+                       graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head,
+                       max_connections=cap, max_header_bytes=config.edge.max_header_bytes,
+                       max_headers=config.edge.max_headers, started=started)
 
 
-def _demo_key_once(config: Config) -> Config:
-    """Several workers share one demo key: made here, and the workers are told not to."""
+# The quickstart's demo key, kept beside its SQLite key store (mode 0600) so the next start
+# shows the same key: only the key's hash is in the store, so this file is the only place
+# the plaintext can be shown again from. Reused while the store holds it active for the
+# demo tenant; minted anew (and the file rewritten) when missing, revoked, suspended or
+# expired. A PostgreSQL or in-memory key store keeps no file: a key per start, as before.
+DEMO_KEY_FILE = ".tokenward-demo-key"
+
+
+def demo_key_file(keystore_url: str) -> Path | None:
+    scheme, _, rest = keystore_url.partition("://")
+    if scheme.split("+", 1)[0] != "sqlite" or not rest.startswith("/"):
+        return None
+    path = rest[1:].split("?", 1)[0]
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return None
+    return Path(path).absolute().parent / DEMO_KEY_FILE
+
+
+async def _demo_key(config: Config) -> str:
+    """The demo key: the saved one while it still works, else a new one (saved)."""
+    from ..keys.store import open_keystore
+
+    assert config.demo is not None
+    tenant = config.demo.tenant
+    where = demo_key_file(config.keystore.url)
+    store = await open_keystore(config.keystore.url)
+    try:
+        saved = _read_key(where)
+        if saved is not None and await _still_valid(store, saved, tenant):
+            return saved
+        plaintext, _ = await store.create(tenant, name="demo", reason="demo mode start-up", reviewer="tokenward")
+    finally:
+        await store.close()
+    if where is not None:
+        _write_key(where, plaintext)
+    return plaintext
+
+
+async def _still_valid(store, plaintext: str, tenant: str) -> bool:
+    from ..keys import format as keyformat
+    from ..keys.model import ACTIVE
+
+    parsed = keyformat.parse_key(plaintext)
+    record = await store.get(parsed.key_id) if parsed is not None else None
+    return (record is not None and record.tenant == tenant and record.state_at(time.time()) == ACTIVE
+            and keyformat.matches(parsed, bytes.fromhex(record.secret_hash)))
+
+
+def _read_key(where: Path | None) -> str | None:
+    if where is None:
+        return None
+    try:
+        return where.read_text(encoding="ascii").strip() or None
+    except (OSError, UnicodeError):
+        return None
+
+
+def _write_key(where: Path, plaintext: str) -> None:
+    """Written whole or not at all (a temp file renamed), readable by its owner only."""
+    temp = where.with_name(f"{where.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="ascii") as out:
+            out.write(plaintext + "\n")
+        os.chmod(temp, 0o600)
+        os.replace(temp, where)
+    except OSError as exc:   # the key still works this time; it just will not be shown again
+        temp.unlink(missing_ok=True)
+        log.debug("demo key not kept in %s: %s", where, exc)
+
+
+def _demo_line(config: Config) -> tuple[Config, str | None]:
+    """Made here, before the workers start, for them all (they are told not to make one);
+    printed only once they have started."""
     if config.demo is None:
-        return config
+        return config, None
     import asyncio
 
     import msgspec
 
-    from ..identity.wiring import create_demo_key
-
-    asyncio.run(create_demo_key(config))
-    return msgspec.structs.replace(config, demo=None)
+    try:
+        key = asyncio.run(_demo_key(config))
+    except Exception as exc:
+        _fail(f"cannot make the demo key: {_why(exc)}")
+    line = f"demo key: {key}" if config.demo.print_key else None
+    return msgspec.structs.replace(config, demo=None), line
 
 
 def serve(config: Config, host: str, port: int, workers: int) -> None:
-    if workers > 1:
-        config = _demo_key_once(config)
-    sock = bind_socket(host, port)
+    try:
+        sock = _listen(host, port)
+        config, demo_line = _demo_line(config)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
     actual = sock.getsockname()[1]
-    print(f"tokenward listening on http://{host}:{actual}", flush=True)
+
+    def announce() -> None:
+        print(f"tokenward listening on http://{host}:{actual}", flush=True)
+        if demo_line is not None:
+            print(demo_line, flush=True)
+
     if workers <= 1:
-        _run_worker(config, sock)
-        return
-    children = []
-    for _ in range(workers):
-        pid = os.fork()
-        if pid == 0:
-            try:
-                _run_worker(config, sock)
-            finally:
-                os._exit(0)
-        children.append(pid)
+        _serve_here(config, sock, announce)
+    else:
+        _serve_forked(config, sock, workers, announce)
+
+
+def _serve_here(config: Config, sock: socket.socket, announce: Callable[[], None]) -> None:
+    failure: list[str] = []
+
+    def report(reason: str | None) -> None:
+        if reason is None:
+            announce()
+        else:
+            failure.append(reason)
+
+    if not _run_worker(config, sock, report):
+        sys.stdout.flush()
+        sys.stderr.write(f"tokenward: {_one_line(failure[0] if failure else 'start-up failed')}\n")
+        sys.stderr.flush()
+        # Whatever start-up opened before it failed (a thread, a pool) must not hold the exit.
+        os._exit(EXIT_START_FAILED)
+
+
+def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: Callable[[], None]) -> None:
+    """Several workers on the one socket. Each reports on a pipe how its start-up ended; the
+    parent says "listening" only once all of them started (a gateway that says it listens
+    with some workers dead would answer some connections and not others), and if any
+    failed it stops the rest and prints that one reason."""
+    reports, report_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    children = [_fork_worker(config, sock, reports, report_w) for _ in range(workers)]
+    os.close(report_w)
+    stopping: list[int] = []
 
     def _stop(signum, _frame):
-        for child in children:
-            try:
-                os.kill(child, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
+        stopping.append(signum)
+        _signal_all(children, signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    exited: dict[int, int] = {}
+    failure = _await_workers(reports, children, exited)
+    os.close(reports)
+    if failure is not None and not stopping:
+        _signal_all(children, signal.SIGTERM)
+        _wait_all(children, exited)
+        _fail(failure)
+    if failure is None and not stopping:
+        announce()
+    status = _wait_all(children, exited)
+    sys.exit(max(status, 0))
+
+
+def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: int) -> int:
+    pid = os.fork()
+    if pid:
+        return pid
+    os.close(reports)
+    code = EXIT_START_FAILED
+    reported: list[str | None] = []
+
+    def report(reason: str | None) -> None:
+        reported.append(reason)
+        line = "ok" if reason is None else "failed " + _one_line(reason)
+        os.write(report_w, line.encode()[:500] + b"\n")   # under PIPE_BUF: one write, never interleaved
+
+    try:
+        code = 0 if _run_worker(config, sock, report) else EXIT_START_FAILED
+    except BaseException as exc:  # the parent must hear of any end before start-up finished
+        if not reported:
+            try:
+                report(_why(exc))
+            except OSError:
+                pass
+    finally:
+        os._exit(code)
+
+
+def _await_workers(reports: int, children: list[int], exited: dict[int, int]) -> str | None:
+    """None once every worker reported it started, else the first reason one did not."""
+    ready, pending, dead = 0, b"", False
+    while ready < len(children):
+        try:
+            readable = select.select([reports], [], [], 0.2)[0]
+        except InterruptedError:
+            continue
+        if readable:
+            chunk = os.read(reports, 4096)
+            if not chunk:
+                return "a worker exited during start-up"
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                if line != b"ok":
+                    return line.decode(errors="replace").removeprefix("failed ")
+                ready += 1
+        elif dead:   # and what it wrote before it ended, if anything, was read above
+            return f"a worker exited during start-up (exit code {next(iter(exited.values()))})"
+        else:
+            dead = _reap(children, exited)
+    return None
+
+
+def _reap(children: list[int], exited: dict[int, int]) -> bool:
+    """Collect children that ended; True if any did (a worker killed before it reported)."""
+    ended = False
+    for child in children:
+        if child not in exited:
+            pid, code = os.waitpid(child, os.WNOHANG)
+            if pid:
+                exited[child] = os.waitstatus_to_exitcode(code)
+                ended = True
+    return ended
+
+
+def _signal_all(children: list[int], signum: int) -> None:
+    for child in children:
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _wait_all(children: list[int], exited: dict[int, int]) -> int:
     status = 0
     for child in children:
-        _, code = os.waitpid(child, 0)
-        status = status or os.waitstatus_to_exitcode(code)
-    sys.exit(max(status, 0))
+        if child not in exited:
+            _, code = os.waitpid(child, 0)
+            exited[child] = os.waitstatus_to_exitcode(code)
+        status = status or exited[child]
+    return status

@@ -5,6 +5,7 @@ Errors are ``ConfigError("plans.team.max_output_tokens", "expected int, got str"
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 import types
@@ -16,7 +17,7 @@ import msgspec
 import yaml
 
 from ..errors import ConfigError
-from .schema import DEFAULT_ROUTES, Config, PlanConfig
+from .schema import DEFAULT_ROUTES, RANGES, Config, PlanConfig
 
 _NONE = type(None)
 _TYPE_NAMES = {int: "int", float: "float", str: "str", bool: "bool", _NONE: "null"}
@@ -93,16 +94,25 @@ def _convert_struct(value: Any, tp: type, path: str) -> Any:
         raise ConfigError(path, f"expected mapping, got {_name(value)}")
     hints = _hints(tp)
     fields = {f.encode_name: f for f in msgspec.structs.fields(tp)}
+    ranges = RANGES.get(tp, {})
     kwargs = {}
     for key, raw in value.items():
         field = fields.get(key)
         if field is None:
-            raise ConfigError(_join(path, key), "unknown key")
-        kwargs[field.name] = _convert(raw, hints[field.name], _join(path, key))
+            raise ConfigError(_join(path, key), _unknown_key(str(key), fields))
+        converted = kwargs[field.name] = _convert(raw, hints[field.name], _join(path, key))
+        bound = ranges.get(field.name)
+        if bound is not None and converted is not None and not bound.holds(converted):
+            raise ConfigError(_join(path, key), bound.describe())
     for field in fields.values():
         if field.required and field.name not in kwargs:
             raise ConfigError(_join(path, field.encode_name), "missing required key")
     return tp(**kwargs)
+
+
+def _unknown_key(key: str, known: typing.Iterable[str]) -> str:
+    close = difflib.get_close_matches(key, list(known), n=1)
+    return f"unknown key (did you mean {close[0]}?)" if close else "unknown key"
 
 
 def _check_references(cfg: Config) -> None:
@@ -125,10 +135,6 @@ def _check_references(cfg: Config) -> None:
     check_capacity(cfg)
     if cfg.demo is not None and cfg.demo.tenant not in cfg.tenants:
         raise ConfigError("demo.tenant", f"unknown tenant {cfg.demo.tenant!r}")
-    for key in ("keep_alive_s", "graceful_shutdown_s", "max_connections"):
-        value = getattr(cfg.server, key)
-        if value is not None and value <= 0:
-            raise ConfigError(f"server.{key}", "must be > 0")
     for i, route in enumerate(cfg.routes or ()):
         if not route.path.startswith("/"):
             raise ConfigError(f"routes[{i}].path", "must start with '/'")
@@ -137,17 +143,9 @@ def _check_references(cfg: Config) -> None:
 def _check_screening(cfg: Config) -> None:
     for name, policy in cfg.screening.policies.items():
         injection = policy.injection
-        if injection is not None:
-            path = f"screening.policies.{name}.injection"
-            for key in ("block_at", "restrict_at"):
-                if not 0.0 <= getattr(injection, key) <= 1.0:
-                    raise ConfigError(f"{path}.{key}", "must be between 0 and 1")
-            if injection.restrict_at > injection.block_at:
-                raise ConfigError(f"{path}.restrict_at", "must not be above block_at")
-        for kind in ("injection", "pii"):
-            screener = getattr(policy, kind)
-            if screener is not None and screener.timeout_ms <= 0:
-                raise ConfigError(f"screening.policies.{name}.{kind}.timeout_ms", "must be > 0")
+        # Each number's own range is checked while loading (schema.RANGES); this is the pair.
+        if injection is not None and injection.restrict_at > injection.block_at:
+            raise ConfigError(f"screening.policies.{name}.injection.restrict_at", "must not be above block_at")
 
 
 def check_capacity(cfg: Config) -> None:
@@ -189,7 +187,24 @@ def apply_env(raw: dict, environ: typing.Mapping[str, str]) -> dict:
     return raw
 
 
-def parse_config(text: str, environ: typing.Mapping[str, str] | None = None) -> Config:
+def resolve_sqlite_url(url: str, base_dir: Path) -> str:
+    """``sqlite:///keys.db`` -> ``sqlite:////<base_dir>/keys.db``: a relative SQLite path is
+    relative to the config file's folder. Absolute paths, in-memory databases and other
+    databases are returned unchanged."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme.split("+", 1)[0] != "sqlite" or not rest.startswith("/"):
+        return url
+    path = rest[1:]
+    if path.split("?", 1)[0] in ("", ":memory:") or path.startswith(("/", "file:")):
+        return url
+    return f"{scheme}:///{Path(base_dir, path)}"
+
+
+def parse_config(text: str, environ: typing.Mapping[str, str] | None = None,
+                 base_dir: str | Path | None = None) -> Config:
+    """``base_dir``: the config file's folder, which relative SQLite paths in the file (and
+    the default one) are relative to; ``TOKENWARD_KEYSTORE_URL`` is taken as it is, so a
+    relative path there is relative to the working directory."""
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
@@ -200,8 +215,12 @@ def parse_config(text: str, environ: typing.Mapping[str, str] | None = None) -> 
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("", f"expected a mapping at the top level, got {_name(raw)}")
-    raw = apply_env(raw, os.environ if environ is None else environ)
+    env = os.environ if environ is None else environ
+    raw = apply_env(raw, env)
     cfg = _convert(raw, Config, "")
+    if base_dir is not None and "TOKENWARD_KEYSTORE_URL" not in env:
+        url = resolve_sqlite_url(cfg.keystore.url, Path(base_dir).resolve())
+        cfg = msgspec.structs.replace(cfg, keystore=msgspec.structs.replace(cfg.keystore, url=url))
     _check_references(cfg)
     if cfg.routes is None:
         cfg = msgspec.structs.replace(cfg, routes=DEFAULT_ROUTES)
@@ -213,7 +232,7 @@ def load_config(path: str | Path, environ: typing.Mapping[str, str] | None = Non
         text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError("", f"cannot read {path}: {exc.strerror}") from None
-    return parse_config(text, environ)
+    return parse_config(text, environ, base_dir=Path(path).resolve().parent)
 
 
 def effective_plan(cfg: Config, tenant: str) -> PlanConfig:

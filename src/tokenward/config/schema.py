@@ -7,7 +7,7 @@ msgspec's own messages do not do for dict keys.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import msgspec
 
@@ -130,6 +130,9 @@ class PlanConfig(_Strict):
     # the output cap a "restrict" outcome clamps max_tokens to.
     screening: str | None = None
     restricted_max_output_tokens: int = 256
+    # The response cache (cache section): opt in per plan; TTL per plan (None: the cache's).
+    cache: bool = False
+    cache_ttl_seconds: float | None = None
 
 
 class TenantConfig(_Strict):
@@ -254,6 +257,21 @@ class ScreeningConfig(_Strict):
     policies: dict[str, ScreeningPolicy] = msgspec.field(default_factory=dict)
 
 
+class CacheConfig(_Strict):
+    """The per-tenant response cache (a plan opts in with ``cache: true``; docs/cache.md)."""
+
+    store: Literal["memory", "redis"] = "memory"
+    url: str | None = None               # redis: this URL, else the store section's
+    ttl_seconds: float = 600.0
+    max_entries: int = 100_000           # memory store bounds (LRU)
+    max_bytes: int = 256 * 1024 * 1024
+    max_entry_bytes: int = 262_144
+    timeout_ms: float = 20.0             # a slower store is a miss
+    # The deployment's cache secret: keys are HMACs under it and redis entries are sealed
+    # with it (AES-GCM); every replica sharing a redis cache must have the same.
+    key_env: str = "TOKENWARD_CACHE_KEY"
+
+
 class AdminConfig(_Strict):
     token_env: str | None = None
 
@@ -272,11 +290,101 @@ class Config(_Strict):
     demo: DemoConfig | None = None
     logging: LoggingConfig = LoggingConfig()
     screening: ScreeningConfig = ScreeningConfig()
+    cache: CacheConfig | None = None
     admin: AdminConfig = AdminConfig()
     # upstream or model name -> its service-wide capacity (budget admission)
     capacity: dict[str, CapacityConfig] = msgspec.field(default_factory=dict)
     jwt: JwtConfig = JwtConfig()
 
+
+
+class Bound(NamedTuple):
+    """The range of one numeric field: ``lo`` (exclusive when ``open_lo``), up to ``hi``."""
+
+    lo: int | float
+    hi: int | float | None = None
+    open_lo: bool = False
+
+    def holds(self, value: int | float) -> bool:
+        above = value > self.lo if self.open_lo else value >= self.lo
+        return above and (self.hi is None or value <= self.hi)
+
+    def describe(self) -> str:
+        low = f"> {self.lo}" if self.open_lo else f">= {self.lo}"
+        if self.hi is None:
+            return f"must be {low}"
+        return f"must be {low} and <= {self.hi}" if self.open_lo else f"must be between {self.lo} and {self.hi}"
+
+
+_NONNEG = Bound(0)                  # >= 0
+_POSITIVE = Bound(0, open_lo=True)  # > 0 (for ints: >= 1)
+_ONE = Bound(1)                     # >= 1
+_FRACTION = Bound(0, 1)             # 0..1, both included
+
+# The range of every numeric field, checked by the loader (``path: must be ...``); a null
+# where the type allows one is always accepted. tests/config/test_ranges.py fails when a
+# numeric field has no entry here: a new number needs its range decided. Where 0 means
+# something it is said; elsewhere the range is what keeps a config meaningful.
+RANGES: dict[type, dict[str, Bound]] = {
+    ServerConfig: {
+        "port": Bound(0, 65535),           # 0: a port the OS picks (printed at start-up)
+        "workers": _ONE,
+        "keep_alive_s": _POSITIVE,
+        "graceful_shutdown_s": _POSITIVE,
+        "max_connections": _POSITIVE,      # null: what the open-file limit leaves
+    },
+    EdgeConfig: {"max_body_bytes": _POSITIVE, "max_header_bytes": _POSITIVE, "max_headers": _POSITIVE},
+    RouteConfig: {"max_body_bytes": _NONNEG},   # 0 or null: the edge's cap
+    UpstreamConfig: {
+        "connect_timeout_s": _POSITIVE, "read_timeout_s": _POSITIVE, "health_timeout_s": _POSITIVE,
+        "pool_size": _POSITIVE,
+        "pool_timeout_s": _NONNEG,         # 0: fail at once when every connection is busy
+        "idle_timeout_s": _NONNEG,         # 0: an idle connection is never reused
+        "health_ttl_s": _NONNEG,           # 0: probed on every /readyz
+    },
+    ModelConfig: {"context_window": _POSITIVE, "input_price_per_million": _NONNEG,
+                  "output_price_per_million": _NONNEG},
+    # Plan limits: >= 0, where 0 allows none of it (max_tools: 0 = no tools), except the
+    # three budget-limits/limits.py reads as "no limit" at 0: tokens_per_minute,
+    # requests_per_minute, max_concurrent_streams.
+    PlanConfig: {
+        **dict.fromkeys(("max_context_tokens", "max_output_tokens", "tokens_per_minute", "max_concurrent_streams",
+                         "max_outer_items", "max_messages", "max_content_parts", "max_stop", "max_tools",
+                         "max_request_work", "requests_per_minute", "max_part_chars", "max_logit_bias",
+                         "max_schema_bytes", "max_schema_depth", "max_attachment_bytes",
+                         "structured_output_surcharge", "attachment_surcharge", "restricted_max_output_tokens"),
+                        _NONNEG),
+        "max_n": _ONE,                     # n defaults to 1: 0 would refuse every request
+        "max_best_of": _NONNEG,            # 0 counts as 1 (best_of 1 needs no permission)
+        "daily_spend_usd": _NONNEG,        # null: no cap; 0: nothing may be spent
+        "monthly_spend_usd": _NONNEG,
+        "cache_ttl_seconds": _NONNEG,      # 0 or null: the cache section's TTL
+        # null is "no limit" for these; 0 would refuse every request, unlike tokens_per_minute: 0
+        "spend_per_minute_usd": _POSITIVE,
+        "max_inflight_tokens": _ONE,
+        "key_tokens_per_minute": _ONE,
+        "key_requests_per_minute": _ONE,
+    },
+    StoreConfig: {
+        "timeout_ms": _POSITIVE, "lease_s": _POSITIVE,
+        "fail_open_fraction": Bound(0, 1, open_lo=True),   # a share of each limit; 1: all of it
+    },
+    CapacityConfig: {"tokens_per_minute": _POSITIVE},     # shares: checked by the loader (0 < share < 1)
+    KeystoreConfig: {
+        "cache_ttl_s": _NONNEG,            # 0: every request reads the key store
+        "last_used_flush_s": _POSITIVE,
+    },
+    JwtIssuerConfig: {
+        "jwks_ttl_s": _POSITIVE, "fetch_timeout_s": _POSITIVE,
+        "jwks_min_refetch_s": _NONNEG,     # 0: an unknown kid may refetch every time
+        "leeway_s": _NONNEG,
+    },
+    StreamConfig: {"max_duration_s": _POSITIVE, "idle_timeout_s": _POSITIVE},
+    InjectionScreening: {"block_at": _FRACTION, "restrict_at": _FRACTION, "timeout_ms": _POSITIVE},
+    PiiScreening: {"timeout_ms": _POSITIVE},
+    CacheConfig: {"ttl_seconds": _POSITIVE, "max_entries": _POSITIVE, "max_bytes": _POSITIVE,
+                  "max_entry_bytes": _POSITIVE, "timeout_ms": _POSITIVE},
+}
 
 DEFAULT_ROUTES: tuple[RouteConfig, ...] = (
     RouteConfig(path="/v1/chat/completions"),

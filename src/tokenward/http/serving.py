@@ -122,8 +122,11 @@ class HttpServer:
 
 def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
         max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
-        max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS) -> bool:
-    """Serve until SIGTERM or SIGINT; False if the app failed to start."""
+        max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
+        started: Callable[[str | None], None] | None = None) -> bool:
+    """Serve until SIGTERM or SIGINT; False if the app failed to start. ``started`` hears how
+    start-up ended: None once the app started and the sockets accept, else the reason (then
+    the caller reports it, so it is not logged here: a failed start is one line, once)."""
     import uvloop
 
     async def main() -> bool:
@@ -136,9 +139,14 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
         try:
             await server.start(sockets)
         except StartupFailed as exc:
-            log.error("start-up failed: %s", exc)
+            if started is None:
+                log.error("start-up failed: %s", exc)
+            else:
+                started(str(exc) or "start-up failed")
             await server.stop(graceful=False)
             return False
+        if started is not None:
+            started(None)
         await stop.wait()
         await server.stop()
         return True

@@ -27,7 +27,24 @@ class GatewayMetrics:
         self.screening: dict[tuple[str, str, str, str], int] = defaultdict(int)
         self.scores: dict[tuple[str, str], list[float]] = {}
 
+        # (tenant, outcome) -> count; tenant -> [tokens saved, cost saved in USD]
+        self.cache: dict[tuple[str, str], int] = defaultdict(int)
+        self.cache_saved: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        self.cache_errors = 0
+        self._cache_store = None
+
     SCORE_BUCKETS = (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
+
+    def cached(self, tenant: str, outcome: str, tokens: int = 0, cost: float = 0.0) -> None:
+        self.cache[(tenant, outcome)] += 1
+        if tokens:
+            saved = self.cache_saved[tenant]
+            saved[0] += tokens
+            saved[1] += cost
+
+    def watch_cache(self, store) -> None:
+        """The cache store whose size and evictions a scrape reports."""
+        self._cache_store = store
 
     def screened(self, kind: str, detector: str, outcome: str, shadow: bool, score: float | None = None) -> None:
         """One screener's outcome for one request (shadow included), and its score."""
@@ -92,10 +109,36 @@ class GatewayMetrics:
             buckets.append(("+Inf", running))
             scores.add_metric(list(key), buckets, slot[-1])
         yield scores
+        yield from self._collect_cache()
         streams = GaugeMetricFamily("tokenward_open_streams", "Open streams per tenant", labels=["tenant"])
         for tenant, value in list(self.open_streams.items()):
             streams.add_metric([tenant], value)
         yield streams
+
+
+    def _collect_cache(self):
+        lookups = CounterMetricFamily("tokenward_cache", "Cache lookups by tenant and outcome (hit, miss, bypass)",
+                                      labels=["tenant", "outcome"])
+        for key, value in list(self.cache.items()):
+            lookups.add_metric(list(key), value)
+        yield lookups
+        saved = CounterMetricFamily("tokenward_cache_saved_tokens", "Tokens served from the cache", labels=["tenant"])
+        cost = CounterMetricFamily("tokenward_cache_saved_usd", "What the tokens served from the cache cost",
+                                   labels=["tenant"])
+        for tenant, (tokens, usd) in list(self.cache_saved.items()):
+            saved.add_metric([tenant], tokens)
+            cost.add_metric([tenant], usd)
+        yield saved
+        yield cost
+        yield CounterMetricFamily("tokenward_cache_store_errors", "Cache store calls that failed (served as misses)",
+                                  value=self.cache_errors)
+        store = self._cache_store
+        if store is not None:
+            yield CounterMetricFamily("tokenward_cache_evictions", "Entries evicted by the cache's bounds",
+                                      value=store.evictions)
+            size = store.size_bytes()
+            if size is not None:
+                yield GaugeMetricFamily("tokenward_cache_bytes", "Bytes held by the memory cache", value=size)
 
 
 METRICS = GatewayMetrics()

@@ -23,7 +23,7 @@ class RequestContext:
         "lifecycle", "route", "body", "payload", "peek", "model", "stream",
         "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
         "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
-        "reason", "status", "notes", "disconnect", "transforms", "outbound", "answered_by",
+        "reason", "status", "notes", "disconnect", "transforms", "outbound", "answered_by", "cache",
     )
 
     def __init__(self, request_id: str, method: str, path: str, headers: list[Header],
@@ -69,6 +69,7 @@ class RequestContext:
         # answer passes it (forwarder, an answering stage).
         self.outbound: Any = None
         self.answered_by: str | None = None  # the stage that answered the request itself
+        self.cache: Any = None  # a cache miss's pending capture, stored when the answer completes
 
     def add_transform(self, transform: Any) -> None:
         if self.transforms is None:

@@ -15,6 +15,7 @@ STAGE_ORDER: tuple[str, ...] = (
     "admission",
     "screening",
     "transform",
+    "cache",
 )
 
 # slot -> "module:factory"; each factory takes the built ``Gateway`` services and returns a Stage.
@@ -27,4 +28,5 @@ STAGE_FACTORIES: dict[str, str] = {
     "entitlement": "tokenward.stages.s30_entitlement:build",
     "screening": "tokenward.stages.s70_screen:build",
     "transform": "tokenward.stages.s80_transform:build",
+    "cache": "tokenward.stages.s85_cache:build",
 }

@@ -62,6 +62,23 @@ async def run(screener: Screener, texts: Sequence[str], timeout_s: float) -> tup
     return result, (perf_counter_ns() - started) / 1000
 
 
+class Threaded:
+    """A slow synchronous screener (a model) made awaitable: it runs in a small thread pool,
+    so the event loop keeps serving and the policy's latency budget can give up on it. A
+    call past its budget still finishes in its thread (a thread cannot be stopped); later
+    calls queue behind it, and fail their own budgets while the pool is busy."""
+
+    def __init__(self, inner: Any, threads: int = 2) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.inner = inner
+        self.name = inner.name
+        self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"screen-{inner.name}")
+
+    def screen(self, texts: Sequence[str]) -> Awaitable[ScreenResult]:
+        return asyncio.get_running_loop().run_in_executor(self._pool, self.inner.screen, list(texts))
+
+
 def load(spec: str, builtins: dict[str, Any], **kwargs: Any) -> Screener:
     """A screener by name: a built-in one, or ``python:module:factory`` (a callable taking the
     same keyword arguments), so an operator can plug in their own without a fork."""

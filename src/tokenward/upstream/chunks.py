@@ -24,6 +24,8 @@ class Function(msgspec.Struct):
 
 class ToolCall(msgspec.Struct):
     index: int = 0
+    id: str | None = None
+    type: str | None = None
     function: Function | None = None
 
 

