@@ -154,12 +154,18 @@ def test_analyzer_built_once_per_entity_set() -> None:
     assert PresidioDetector(["PERSON", "EMAIL"])._analyzer is PresidioDetector(["EMAIL", "PERSON"])._analyzer
 
 
-def test_loaded_by_the_screening_stage() -> None:
+async def test_loaded_by_the_screening_stage() -> None:
+    """The screening stage runs it off the event loop: its result is awaitable, so the
+    policy's latency budget applies."""
+    import inspect
+
     from tokenward.screening.detectors import pii_screener
 
     screener = pii_screener("presidio", ["PERSON", "EMAIL"])
     assert screener.name == "presidio"
-    result = screener.screen(["nothing here", PLANTED[0][0]])
+    pending = screener.screen(["nothing here", PLANTED[0][0]])
+    assert inspect.isawaitable(pending)
+    result = await pending
     assert result.score == 1.0
     assert {(span.text, span.label) for span in result.spans} == {(1, "PERSON"), (1, "EMAIL")}
 
