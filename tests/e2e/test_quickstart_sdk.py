@@ -14,10 +14,20 @@ from tests.support import ROOT, spawn_gateway
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
 
+def copied(folder) -> "Path":
+    """The quickstart config copied into ``folder``: its key store and demo key land there
+    (a relative SQLite path is relative to the config's folder), never in examples/."""
+    from pathlib import Path
+
+    path = Path(folder) / "quickstart.yaml"
+    path.write_text(QUICKSTART.read_text())
+    return path
+
+
 @pytest.fixture(scope="module")
 def quickstart(tmp_path_factory):
     cwd = tmp_path_factory.mktemp("quickstart")
-    proc = spawn_gateway(QUICKSTART, cwd=cwd, wait_for="demo key:")
+    proc = spawn_gateway(copied(cwd), cwd=cwd, wait_for="demo key:")
     key = next(m.group(1) for line in proc.lines if (m := re.search(r"demo key: (\S+)", line)))
     yield proc.url, key
     proc.stop()
@@ -63,7 +73,7 @@ def test_check_config_exit_codes(tmp_path):
 
 
 def test_several_workers_share_one_demo_key(tmp_path):
-    proc = spawn_gateway(QUICKSTART, cwd=tmp_path, wait_for="demo key:", args=("--workers", "2"))
+    proc = spawn_gateway(copied(tmp_path), cwd=tmp_path, wait_for="demo key:", args=("--workers", "2"))
     try:
         key = next(m.group(1) for line in proc.lines if (m := re.search(r"demo key: (\S+)", line)))
         client = openai.OpenAI(base_url=proc.url + "/v1", api_key=key, max_retries=0)

@@ -17,6 +17,16 @@ from tests.support import ROOT, spawn_gateway
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
 
 
+def copied(folder) -> "Path":
+    """The quickstart config copied into ``folder``: its key store and demo key land there
+    (a relative SQLite path is relative to the config's folder), never in examples/."""
+    from pathlib import Path
+
+    path = Path(folder) / "quickstart.yaml"
+    path.write_text(QUICKSTART.read_text())
+    return path
+
+
 def soft_limit_of(pid: int) -> int:
     with open(f"/proc/{pid}/limits") as limits:
         line = next(line for line in limits if line.startswith("Max open files"))
@@ -31,7 +41,7 @@ def test_serve_raises_its_soft_open_file_limit_to_the_hard_one(tmp_path):
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if hard != resource.RLIM_INFINITY and hard <= 256:
         pytest.skip("the hard limit leaves nothing to raise")
-    gateway = spawn_gateway(QUICKSTART, cwd=tmp_path, preexec_fn=with_open_files(256, hard))
+    gateway = spawn_gateway(copied(tmp_path), cwd=tmp_path, preexec_fn=with_open_files(256, hard))
     try:
         expected = 1 << 20 if hard == resource.RLIM_INFINITY else min(hard, 1 << 20)
         assert soft_limit_of(gateway.proc.pid) == expected
@@ -48,7 +58,7 @@ def test_serve_caps_client_connections_below_the_open_file_limit(tmp_path):
     # With only 300 descriptors (soft = hard, so nothing to raise), the quickstart's upstream
     # pool and the stores keep theirs: clients get the rest, and one more is turned away.
     cap = connection_cap(load_config(QUICKSTART), 300)
-    gateway = spawn_gateway(QUICKSTART, cwd=tmp_path, preexec_fn=with_open_files(300, 300))
+    gateway = spawn_gateway(copied(tmp_path), cwd=tmp_path, preexec_fn=with_open_files(300, 300))
     host, port = gateway.url.removeprefix("http://").split(":")
     held = []
     try:

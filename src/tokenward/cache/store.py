@@ -64,6 +64,10 @@ class MemoryCache:
         return value
 
     async def set(self, key: str, value: bytes, ttl_s: float) -> None:
+        self.put(key, value, ttl_s)
+
+    def put(self, key: str, value: bytes, ttl_s: float) -> None:
+        """``set`` without a coroutine: nothing here waits (the stage calls it directly)."""
         if key in self._entries:
             self._drop(key)
         self._entries[key] = (self._clock() + ttl_s, value)

@@ -240,10 +240,15 @@ def _demo_line(config: Config) -> tuple[Config, str | None]:
 
 def serve(config: Config, host: str, port: int, workers: int) -> None:
     try:
-        sock = _listen(host, port)
-        config, demo_line = _demo_line(config)
-    except KeyboardInterrupt:
+        _serve(config, host, port, workers)
+    except KeyboardInterrupt:   # Ctrl-C before the workers' own handlers are in place
         raise SystemExit(130) from None
+
+
+def _serve(config: Config, host: str, port: int, workers: int) -> None:
+    # Bound first: a taken port is found before anything (the demo key) is made.
+    sock = _listen(host, port)
+    config, demo_line = _demo_line(config)
     actual = sock.getsockname()[1]
 
     def announce() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import struct
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -52,6 +53,22 @@ _HIT, _MISS, _BYPASS = ((HEADER, value) for value in (b"hit", b"miss", b"bypass"
 _NOTHING = Usage(0, 0, "counted")
 _decode_entry = msgspec.msgpack.Decoder(CacheEntry).decode
 _encode_entry = msgspec.msgpack.encode
+_LIMIT = struct.Struct(">i")
+
+
+def _stored(raw: bytes) -> CacheEntry | None:
+    """An entry from its stored form: b"E" + a packed entry (assembled from a stream), or
+    b"B" + the request's limit + the backend's whole answer. None if unreadable."""
+    kind = raw[:1]
+    try:
+        if kind == b"E":
+            return _decode_entry(raw[1:])
+        if kind == b"B":
+            limit = _LIMIT.unpack_from(raw, 1)[0]
+            return from_body(raw[5:], limit if limit >= 0 else None)
+    except (msgspec.DecodeError, struct.error):
+        return None
+    return None
 
 
 class Capture:
@@ -125,7 +142,8 @@ class CacheStage(BaseStage):
                 or b"no-store" in control or getattr(request.body, "logprobs", None)):
             return self._bypass(ctx)
         tenant = ctx.principal.tenant
-        key, limit = cache_key(self._secret, self._prefix, tenant, ctx.body)
+        rewritten = ctx.screening is not None and ctx.screening.rewrites
+        key, limit = cache_key(self._secret, self._prefix, tenant, ctx.body, None if rewritten else request.body)
         note: dict[str, Any] = {}
         ctx.note("cache", note)
         if b"no-cache" in control:
@@ -161,10 +179,7 @@ class CacheStage(BaseStage):
             return None
         if raw is None:
             return None
-        try:
-            return _decode_entry(raw)
-        except msgspec.DecodeError:
-            return None
+        return _stored(raw)
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
         pending = ctx.cache
@@ -175,15 +190,21 @@ class CacheStage(BaseStage):
         reported["total_tokens"] = reported["prompt_tokens"] + reported["completion_tokens"]
         if capture.stream is not None:
             entry = capture.stream.entry(reported, limit)
-        elif capture.body is not None:
-            entry = from_body(capture.body, limit)
+            if entry is None or any(c.finish_reason is None for c in entry.choices):
+                return
+            value = b"E" + _encode_entry(entry)
+        elif capture.body is not None and b'"finish_reason":null' not in capture.body:
+            # A whole answer is kept as the backend's bytes and read when it serves a hit:
+            # most entries are never hit, and a miss should cost little more than no cache.
+            value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + capture.body
         else:
             return
-        if entry is None or not entry.choices or any(c.finish_reason is None for c in entry.choices):
-            return
-        value = _encode_entry(entry)
         if len(value) > self.cfg.max_entry_bytes:
             METRICS.cached(ctx.principal.tenant, "too_large")
+            return
+        put = getattr(self.store, "put", None)
+        if put is not None:        # the memory store: no I/O, no task
+            put(key, value, ttl)
             return
         task = asyncio.ensure_future(self._write(key, value, ttl))
         self._writes.add(task)
