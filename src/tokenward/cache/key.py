@@ -36,20 +36,43 @@ def tenant_prefix(prefix: str, tenant: str) -> str:
     return tenant_namespace(prefix, tenant) + ":c:"
 
 
+class KeyMaker:
+    """Cache keys under one deployment secret; the per-tenant prefix and the per-type
+    cleared fields are worked out once."""
+
+    def __init__(self, secret: bytes, prefix: str) -> None:
+        self._hasher = hashlib.blake2b(key=secret, digest_size=20)
+        self._prefix = prefix
+        self._prefixes: dict[str, tuple[str, bytes]] = {}
+        self._cleared: dict[type, dict[str, Any]] = {}
+
+    def __call__(self, tenant: str, body: bytes, typed: Any = None) -> tuple[str, int | None]:
+        """(the key, the request's output limit). ``typed``: the validated request's struct
+        when ``body`` is exactly its encoding (no stage rewrote it)."""
+        if typed is not None:
+            limit = _limit(getattr(typed, "max_completion_tokens", UNSET), typed.max_tokens)
+            cleared = self._cleared.get(type(typed))
+            if cleared is None:
+                cleared = self._cleared[type(typed)] = {f: UNSET for f in _IGNORED if hasattr(typed, f)}
+            canonical = _encode(msgspec.structs.replace(typed, **cleared))
+        else:
+            request = _decode(body)
+            limit = request.get("max_completion_tokens") or request.get("max_tokens")
+            for field in _IGNORED:
+                request.pop(field, None)
+            canonical = b"\1" + _encode_sorted(request)
+        known = self._prefixes.get(tenant)
+        if known is None:
+            known = self._prefixes[tenant] = (tenant_prefix(self._prefix, tenant), tenant.encode() + b"\0")
+        hasher = self._hasher.copy()
+        hasher.update(known[1])
+        hasher.update(canonical)
+        return known[0] + hasher.hexdigest(), limit if isinstance(limit, int) else None
+
+
 def cache_key(secret: bytes, prefix: str, tenant: str, body: bytes, typed: Any = None) -> tuple[str, int | None]:
-    """(the key, the request's output limit). ``typed``: the validated request's struct when
-    ``body`` is exactly its encoding (no stage rewrote it)."""
-    if typed is not None:
-        limit = _limit(getattr(typed, "max_completion_tokens", UNSET), typed.max_tokens)
-        canonical = _encode(msgspec.structs.replace(typed, **{f: UNSET for f in _IGNORED if hasattr(typed, f)}))
-    else:
-        request = _decode(body)
-        limit = request.get("max_completion_tokens") or request.get("max_tokens")
-        for field in _IGNORED:
-            request.pop(field, None)
-        canonical = b"\1" + _encode_sorted(request)
-    digest = hashlib.blake2b(tenant.encode() + b"\0" + canonical, key=secret, digest_size=20).hexdigest()
-    return tenant_prefix(prefix, tenant) + digest, limit if isinstance(limit, int) else None
+    """One key, for tests and tools (the stage keeps a KeyMaker)."""
+    return KeyMaker(secret, prefix)(tenant, body, typed)
 
 
 def _limit(completion: Any, tokens: Any) -> Any:

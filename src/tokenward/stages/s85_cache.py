@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..cache.entry import CacheEntry, StreamAssembly, from_body
-from ..cache.key import cache_key, tenant_prefix
+from ..cache.key import KeyMaker, tenant_prefix
 from ..cache.store import CacheUnavailable, MemoryCache, RedisCache
 from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
@@ -129,7 +129,7 @@ class CacheStage(BaseStage):
     def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any]) -> None:
         self.cfg = cfg
         self.store = store
-        self._secret = secret
+        self._key = KeyMaker(secret, prefix)
         self._prefix = prefix
         self._prices = prices
         self._writes: set[asyncio.Task] = set()
@@ -143,7 +143,7 @@ class CacheStage(BaseStage):
             return self._bypass(ctx)
         tenant = ctx.principal.tenant
         rewritten = ctx.screening is not None and ctx.screening.rewrites
-        key, limit = cache_key(self._secret, self._prefix, tenant, ctx.body, None if rewritten else request.body)
+        key, limit = self._key(tenant, ctx.body, None if rewritten else request.body)
         note: dict[str, Any] = {}
         ctx.note("cache", note)
         if b"no-cache" in control:
