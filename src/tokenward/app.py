@@ -31,10 +31,16 @@ log = logging.getLogger("tokenward")
 
 
 class Gateway:
-    def __init__(self, config: Config, freeze_gc: bool = False) -> None:
+    def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None) -> None:
         self.config = config
         self._freeze_gc = freeze_gc
-        self.services = Services(config)
+        # A reload builds a new Gateway that inherits what lives in this process: the
+        # in-memory budget store and cache (reload.py).
+        self.services = Services(config, inherited=inherit.services if inherit is not None else None)
+        # requests inside this app now: a replaced app shuts down once it has none left
+        self.active = 0
+        # set by whoever serves this app and can reload it (cli/serve.py): POST /admin/reload
+        self.reload_hook = None
         self.runner: Runner | None = None
         self._ids = itertools.count(1)
         self._id_prefix = "req_" + os.urandom(4).hex()
@@ -48,6 +54,9 @@ class Gateway:
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
+        admin = self.services.extras.get("admin")
+        if admin is not None:
+            admin.actions["reload"] = self._reload
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
                              routes={"/v1/models": self._models})
@@ -82,6 +91,7 @@ class Gateway:
         ctx = RequestContext(self._next_id(), scope["method"], path, scope["headers"], receive, send,
                              perf_counter_ns())
         ctx.disconnect = DisconnectWatch(receive, self._loop)
+        self.active += 1
         try:
             await runner.run(ctx)
         except asyncio.CancelledError:
@@ -92,6 +102,8 @@ class Gateway:
                     task.uncancel()
                 return
             raise
+        finally:
+            self.active -= 1
 
     async def _own(self, path: str, scope: dict, receive, send) -> bool:
         """The gateway's own routes: health, readiness, OpenAPI, metrics, admin. False: not
@@ -125,6 +137,11 @@ class Gateway:
         ready, upstreams = await self.services.health.report()
         body = msgspec.json.encode({"status": "ok" if ready else "unavailable", "upstreams": upstreams})
         await send_json(send, 200 if ready else 503, body, self._next_id().encode())
+
+    async def _reload(self) -> dict:
+        if self.reload_hook is None:
+            raise RuntimeError("this gateway was not started by tokenward serve; it cannot reload itself")
+        return {"reloaded": await self.reload_hook()}
 
     async def _respond_refusal(self, ctx: RequestContext, refusal: Refusal) -> None:
         await send_refusal(ctx.send, refusal, ctx.request_id.encode())

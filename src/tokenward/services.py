@@ -23,8 +23,11 @@ BUILTIN_MOCK = "builtin:mock"
 
 
 class Services:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, inherited: "Services | None" = None) -> None:
         self.config = config
+        # The services this one replaces on a reload: stages take over what lives in the
+        # process (the memory budget store, the memory cache) from them.
+        self.inherited = inherited
         self.targets: TargetTable | None = None
         self.health: UpstreamHealth | None = None
         self.decisions: DecisionLog | None = None

@@ -9,6 +9,7 @@
     POST /admin/keys/{id}/reinstate        {reason, reviewer?}
     GET  /admin/audit[?key_id=ID]          the audit trail
     POST /admin/tenants/{T}/cache/purge    drop the tenant's cached answers -> {"tenant", "purged"}
+    POST /admin/reload                     reload the config file (every worker) -> {"reloaded": ...}
 
 Tenant actions are registered by the parts of the gateway that own them
 (``tenant_actions``: "cache/purge" by the cache stage).
@@ -99,6 +100,8 @@ class AdminApi:
         self._clock = clock
         # "action/path" -> async (tenant) -> JSON-able result, for POST /admin/tenants/{T}/<action>
         self.tenant_actions: dict[str, Callable[[str], Awaitable[Any]]] = {}
+        # "action" -> async () -> JSON-able result, for POST /admin/<action> (reload)
+        self.actions: dict[str, Callable[[], Awaitable[Any]]] = {}
 
     async def __call__(self, scope: dict, receive, send) -> None:
         request_id = b"admin_" + f"{time.monotonic_ns():x}".encode()
@@ -139,6 +142,11 @@ class AdminApi:
             return 200, await self._get(parts[1])
         if len(parts) == 3 and parts[0] == "keys" and method == "POST" and parts[2] in _CHANGES:
             return 200, await self._change(parts[2], parts[1], await _read_json(receive))
+        if len(parts) == 1 and method == "POST" and parts[0] in self.actions:
+            try:
+                return 200, _encode(await self.actions[parts[0]]())
+            except Exception as exc:  # refused (a bad new config): the running one keeps serving
+                raise _error(409, f"{parts[0]}_refused", str(exc)) from None
         if len(parts) >= 3 and parts[0] == "tenants" and method == "POST":
             action = self.tenant_actions.get("/".join(parts[2:]))
             if action is not None:

@@ -47,7 +47,7 @@ def serve(
     cfg = _load_or_exit(config)
     port = cfg.server.port if port is None else _in_range("port", port)
     workers = cfg.server.workers if workers is None else _in_range("workers", workers)
-    run(cfg, host or cfg.server.host, port, workers)
+    run(cfg, host or cfg.server.host, port, workers, config)
 
 
 def _in_range(option: str, value: int) -> int:

@@ -127,10 +127,26 @@ class _HeldLogs(logging.Handler):
         self.records.clear()
 
 
-def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | None], None]) -> bool:
-    """One worker's life; ``report`` hears None once its app started, else why it did not."""
+def server_tls(config: Config):
+    """The listener's TLS context (server.tls), or None for plain HTTP."""
+    tls = config.server.tls
+    if tls is None:
+        return None
+    import ssl
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    return context
+
+
+def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | None], None],
+                config_path: Path | None = None, forked: bool = False) -> bool:
+    """One worker's life; ``report`` hears None once its app started, else why it did not.
+    SIGHUP reloads the config file (reload.py); ``POST /admin/reload`` does the same, for a
+    forked worker by signalling the parent, which passes SIGHUP on to every worker."""
     from ..app import Gateway
     from ..http import serving
+    from ..reload import Reloader
 
     held = _HeldLogs(config.logging.level)
 
@@ -144,10 +160,18 @@ def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | Non
     open_files = raise_open_file_limit()
     cap = connection_cap(config, open_files)
     log.info("open-file limit %d: up to %d client connections", open_files, cap)
-    return serving.run(Gateway(config, freeze_gc=True), [sock], keep_alive_s=config.server.keep_alive_s,
+    app = Gateway(config, freeze_gc=True)
+    reloader = Reloader(config_path) if config_path is not None else None
+    if reloader is not None and forked:
+        async def signal_parent() -> str:
+            os.kill(os.getppid(), signal.SIGHUP)
+            return "signalled every worker"
+        app.reload_hook = signal_parent
+    return serving.run(app, [sock], keep_alive_s=config.server.keep_alive_s,
                        graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head,
                        max_connections=cap, max_header_bytes=config.edge.max_header_bytes,
-                       max_headers=config.edge.max_headers, started=started)
+                       max_headers=config.edge.max_headers, started=started, ssl_context=server_tls(config),
+                       reload=reloader, hook_reload=not forked)
 
 
 # The quickstart's demo key, kept beside its SQLite key store (mode 0600) so the next start
@@ -238,31 +262,32 @@ def _demo_line(config: Config) -> tuple[Config, str | None]:
     return msgspec.structs.replace(config, demo=None), line
 
 
-def serve(config: Config, host: str, port: int, workers: int) -> None:
+def serve(config: Config, host: str, port: int, workers: int, config_path: Path | None = None) -> None:
     try:
-        _serve(config, host, port, workers)
+        _serve(config, host, port, workers, config_path)
     except KeyboardInterrupt:   # Ctrl-C before the workers' own handlers are in place
         raise SystemExit(130) from None
 
 
-def _serve(config: Config, host: str, port: int, workers: int) -> None:
+def _serve(config: Config, host: str, port: int, workers: int, config_path: Path | None) -> None:
     # Bound first: a taken port is found before anything (the demo key) is made.
     sock = _listen(host, port)
     config, demo_line = _demo_line(config)
     actual = sock.getsockname()[1]
+    scheme = "https" if config.server.tls is not None else "http"
 
     def announce() -> None:
-        print(f"tokenward listening on http://{host}:{actual}", flush=True)
+        print(f"tokenward listening on {scheme}://{host}:{actual}", flush=True)
         if demo_line is not None:
             print(demo_line, flush=True)
 
     if workers <= 1:
-        _serve_here(config, sock, announce)
+        _serve_here(config, sock, announce, config_path)
     else:
-        _serve_forked(config, sock, workers, announce)
+        _serve_forked(config, sock, workers, announce, config_path)
 
 
-def _serve_here(config: Config, sock: socket.socket, announce: Callable[[], None]) -> None:
+def _serve_here(config: Config, sock: socket.socket, announce: Callable[[], None], config_path: Path | None) -> None:
     failure: list[str] = []
 
     def report(reason: str | None) -> None:
@@ -271,7 +296,7 @@ def _serve_here(config: Config, sock: socket.socket, announce: Callable[[], None
         else:
             failure.append(reason)
 
-    if not _run_worker(config, sock, report):
+    if not _run_worker(config, sock, report, config_path):
         sys.stdout.flush()
         sys.stderr.write(f"tokenward: {_one_line(failure[0] if failure else 'start-up failed')}\n")
         sys.stderr.flush()
@@ -279,7 +304,8 @@ def _serve_here(config: Config, sock: socket.socket, announce: Callable[[], None
         os._exit(EXIT_START_FAILED)
 
 
-def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: Callable[[], None]) -> None:
+def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: Callable[[], None],
+                  config_path: Path | None) -> None:
     """Several workers on the one socket. Each reports on a pipe how its start-up ended; the
     parent says "listening" only once all of them started (a gateway that says it listens
     with some workers dead would answer some connections and not others), and if any
@@ -287,7 +313,7 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
     reports, report_w = os.pipe()
     sys.stdout.flush()
     sys.stderr.flush()
-    children = [_fork_worker(config, sock, reports, report_w) for _ in range(workers)]
+    children = [_fork_worker(config, sock, reports, report_w, config_path) for _ in range(workers)]
     os.close(report_w)
     stopping: list[int] = []
 
@@ -297,6 +323,8 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
 
     signal.signal(signal.SIGTERM, _stop)
     signal.signal(signal.SIGINT, _stop)
+    # a reload (SIGHUP to the parent, or POST /admin/reload on any worker) reaches them all
+    signal.signal(signal.SIGHUP, lambda _signum, _frame: _signal_all(children, signal.SIGHUP))
     exited: dict[int, int] = {}
     failure = _await_workers(reports, children, exited)
     os.close(reports)
@@ -310,7 +338,7 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
     sys.exit(max(status, 0))
 
 
-def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: int) -> int:
+def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: int, config_path: Path | None) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -324,7 +352,7 @@ def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: in
         os.write(report_w, line.encode()[:500] + b"\n")   # under PIPE_BUF: one write, never interleaved
 
     try:
-        code = 0 if _run_worker(config, sock, report) else EXIT_START_FAILED
+        code = 0 if _run_worker(config, sock, report, config_path, forked=True) else EXIT_START_FAILED
     except BaseException as exc:  # the parent must hear of any end before start-up finished
         if not reported:
             try:

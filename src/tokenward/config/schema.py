@@ -16,6 +16,11 @@ class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     pass
 
 
+class TlsConfig(_Strict):
+    cert_file: str
+    key_file: str
+
+
 class ServerConfig(_Strict):
     host: str = "127.0.0.1"
     port: int = 8080
@@ -31,6 +36,8 @@ class ServerConfig(_Strict):
     # too_many_connections and closed, so clients can never take the descriptors the
     # upstream pools and the stores need. None: the open-file limit less their share.
     max_connections: int | None = None
+    # HTTPS on the listener: PEM certificate chain and private key (docs/operations.md).
+    tls: TlsConfig | None = None
 
 
 class EdgeConfig(_Strict):
@@ -61,6 +68,11 @@ class UpstreamConfig(_Strict):
     # Client headers passed through to this backend (exact names or "prefix-*").
     forward_headers: tuple[str, ...] = ()
     tls_verify: bool = True
+    # https upstreams: a CA bundle to trust instead of the system's, and a client
+    # certificate (PEM) for backends that require mutual TLS.
+    ca_file: str | None = None
+    client_cert_file: str | None = None
+    client_key_file: str | None = None
     # The header that carries the request's id to this backend; null or "" sends none.
     # "uuid" sends it as a UUID (llama.cpp's Python server answers 400 to anything else),
     # "gateway" as the gateway's own id (req_...). docs/upstreams.md.

@@ -20,12 +20,26 @@ _LEVELS = ("debug", "info", "warning", "error", "critical")
 def verify_config(cfg: Config) -> None:
     """Raise ``ConfigError`` for anything ``serve``'s start-up would refuse in this config."""
     _check_log_level(cfg)
+    _check_server_tls(cfg)
     counters = _check_tokenizers(cfg)
     _check_upstreams(cfg, counters)
     _check_stores(cfg)
     _check_screening(cfg)
     _check_cache(cfg)
     _check_jwt(cfg)
+
+
+def _check_server_tls(cfg: Config) -> None:
+    if cfg.server.tls is None:
+        return
+    import ssl
+
+    from ..cli.serve import server_tls
+
+    try:
+        server_tls(cfg)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError("server.tls", f"cannot load the certificate and key: {exc}") from None
 
 
 def _check_log_level(cfg: Config) -> None:

@@ -10,7 +10,7 @@ import asyncio
 import logging
 import signal
 import socket
-from typing import Callable
+from typing import Awaitable, Callable
 
 from .server import protocol_factory
 from .state import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, ServerState
@@ -74,16 +74,41 @@ class HttpServer:
         self._lifespan = _Lifespan(app)
         self._sweeper: asyncio.TimerHandle | None = None
 
-    async def start(self, sockets: list[socket.socket]) -> None:
-        """Run the app's start-up, then accept on ``sockets``; raises StartupFailed."""
+    async def start(self, sockets: list[socket.socket], ssl_context=None) -> None:
+        """Run the app's start-up, then accept on ``sockets`` (TLS with ``ssl_context``);
+        raises StartupFailed."""
         loop = asyncio.get_running_loop()
         await self._lifespan.startup()
         self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes, self.max_connections,
                                  *self.head_limits)
         factory = protocol_factory(self.state)
         for sock in sockets:
-            self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048))
+            self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048, ssl=ssl_context))
         self._sweeper = loop.call_later(SWEEP_S, self._sweep)
+
+    async def swap(self, app: Callable) -> Callable:
+        """Start ``app`` and serve every request from now on with it, on open connections
+        too; the old app finishes the requests it has (streams included), then shuts down
+        (in the background, so this returns once the new app serves). Returns the old app.
+        Raises StartupFailed, and the old app keeps serving, if the new one does not start."""
+        lifespan = _Lifespan(app)
+        await lifespan.startup()
+        assert self.state is not None
+        old, old_lifespan = self.state.app, self._lifespan
+        self.app = self.state.app = app
+        self._lifespan = lifespan
+        task = asyncio.ensure_future(self._retire(old, old_lifespan))
+        self.state.tasks.add(task)
+        task.add_done_callback(self.state.tasks.discard)
+        return old
+
+    async def _retire(self, app: Callable, lifespan: _Lifespan) -> None:
+        """Wait until the old app has no request left (or the grace period ends), then shut it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.graceful_s
+        while getattr(app, "active", 0) > 0 and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        await lifespan.shutdown()
 
     def _sweep(self) -> None:
         state = self.state
@@ -123,10 +148,13 @@ class HttpServer:
 def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
         max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
         max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
-        started: Callable[[str | None], None] | None = None) -> bool:
+        started: Callable[[str | None], None] | None = None, ssl_context=None,
+        reload: Callable[[HttpServer], Awaitable[str]] | None = None, hook_reload: bool = True) -> bool:
     """Serve until SIGTERM or SIGINT; False if the app failed to start. ``started`` hears how
     start-up ended: None once the app started and the sockets accept, else the reason (then
-    the caller reports it, so it is not logged here: a failed start is one line, once)."""
+    the caller reports it, so it is not logged here: a failed start is one line, once).
+    ``reload``, if given, runs on SIGHUP (one at a time); its result or failure is logged;
+    with ``hook_reload`` it is also the app's ``reload_hook`` (POST /admin/reload)."""
     import uvloop
 
     async def main() -> bool:
@@ -136,8 +164,14 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
             loop.add_signal_handler(signum, stop.set)
         server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes, max_connections, max_header_bytes,
                             max_headers)
+        if reload is not None:
+            _on_hangup(loop, server, reload)
+            if hook_reload:
+                async def reload_now() -> str:
+                    return await reload(server)
+                app.reload_hook = reload_now
         try:
-            await server.start(sockets)
+            await server.start(sockets, ssl_context)
         except StartupFailed as exc:
             if started is None:
                 log.error("start-up failed: %s", exc)
@@ -152,3 +186,22 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
         return True
 
     return uvloop.run(main())
+
+
+def _on_hangup(loop: asyncio.AbstractEventLoop, server: HttpServer,
+               reload: Callable[[HttpServer], Awaitable[str]]) -> None:
+    running: list[asyncio.Task] = []
+
+    async def one() -> None:
+        try:
+            log.warning("config reloaded: %s", await reload(server))
+        except Exception as exc:  # the old config keeps serving; the operator reads why
+            log.error("config reload refused, the running config keeps serving: %s", exc)
+
+    def hangup() -> None:
+        if running and not running[0].done():
+            log.warning("config reload already in progress")
+            return
+        running[:] = [asyncio.ensure_future(one())]
+
+    loop.add_signal_handler(signal.SIGHUP, hangup)

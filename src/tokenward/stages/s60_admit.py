@@ -217,10 +217,20 @@ def open_store(config: Config):
     raise ConfigError("store.url", f"expected 'memory', redis://, rediss:// or unix://, got {url!r}")
 
 
+def _inherited_store(services):
+    """On a reload, the in-memory store of the gateway being replaced: its buckets, gauges
+    and open reservations are the process's budget state, not the old config's."""
+    old = services.inherited
+    if old is None or services.config.store.url != "memory" or old.config.store.url != "memory":
+        return None
+    admitter = old.extras.get("budget")
+    return admitter.shared.store if admitter is not None else None
+
+
 async def build(services) -> AdmissionStage:
     config = services.config
     clock = services.extras.get("clock", time.time)
-    admitter = Admitter(config, open_store(config), clock=clock)
+    admitter = Admitter(config, _inherited_store(services) or open_store(config), clock=clock)
     services.extras["budget"] = admitter
     services.on_close(admitter.close)
     admitter.keeper.start()

@@ -129,6 +129,8 @@ class CacheStage(BaseStage):
     def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any]) -> None:
         self.cfg = cfg
         self.store = store
+        self.secret = secret
+        self.keep_store = False   # handed over to the gateway that replaced this one
         self._key = KeyMaker(secret, prefix)
         self._prefix = prefix
         self._prices = prices
@@ -228,7 +230,8 @@ class CacheStage(BaseStage):
     async def close(self) -> None:
         if self._writes:
             await asyncio.wait(set(self._writes), timeout=2)
-        await self.store.close()
+        if not self.keep_store:
+            await self.store.close()
 
 
 def _secret(cfg: CacheConfig, shared: bool) -> bytes:
@@ -259,7 +262,12 @@ def build(services) -> CacheStage | None:
     config: Config = services.config
     if config.cache is None:
         return None
-    store, secret = open_cache(config)
+    old = services.inherited.extras.get("cache") if services.inherited is not None else None
+    if old is not None and old.cfg == config.cache and config.cache.store == "memory":
+        store, secret = old.store, old.secret   # a reload keeps the process's cached answers
+        old.keep_store = True
+    else:
+        store, secret = open_cache(config)
     prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
     stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices)
     services.extras["cache"] = stage

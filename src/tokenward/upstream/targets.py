@@ -79,12 +79,30 @@ def auth_headers(name: str, up: UpstreamConfig) -> list[tuple[bytes, bytes]]:
     return [(b"authorization", b"Bearer " + key.encode())] if key else []
 
 
-def _pool(up: UpstreamConfig, base_url: str) -> UpstreamPool:
-    context = None
-    if base_url.startswith("https://") and not up.tls_verify:
-        context = ssl.create_default_context()
+def tls_context(name: str, up: UpstreamConfig) -> ssl.SSLContext:
+    """The client TLS of an https upstream: the system's trust or ``ca_file``, a client
+    certificate for mutual TLS, or no verification when ``tls_verify: false``. A file that
+    does not load is a ConfigError naming the field, at start-up."""
+    path = f"upstreams.{name}"
+    try:
+        context = ssl.create_default_context(cafile=up.ca_file)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"{path}.ca_file", f"cannot load {up.ca_file!r}: {exc}") from None
+    if up.client_cert_file is not None or up.client_key_file is not None:
+        if up.client_cert_file is None:
+            raise ConfigError(f"{path}.client_cert_file", "client_key_file needs client_cert_file too")
+        try:
+            context.load_cert_chain(up.client_cert_file, up.client_key_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"{path}.client_cert_file", f"cannot load the client certificate: {exc}") from None
+    if not up.tls_verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+def _pool(name: str, up: UpstreamConfig, base_url: str) -> UpstreamPool:
+    context = tls_context(name, up) if base_url.startswith("https://") else None
     return UpstreamPool(base_url, max_connections=up.pool_size, connect_timeout=up.connect_timeout_s,
                         read_timeout=up.read_timeout_s, pool_timeout=up.pool_timeout_s,
                         ssl_context=context, idle_timeout=up.idle_timeout_s)
@@ -102,7 +120,7 @@ class TargetTable:
         self.targets: dict[str, Target] = {}
         for name, up in config.upstreams.items():
             _check_header_name(name, up)
-            self.pools[name] = _pool(up, resolved_urls.get(name, up.base_url))
+            self.pools[name] = _pool(name, up, resolved_urls.get(name, up.base_url))
         counters = counters or {}
         for model, spec in config.models.items():
             up = config.upstreams[spec.upstream]
