@@ -36,7 +36,7 @@ class ServerConfig(_Strict):
     # too_many_connections and closed, so clients can never take the descriptors the
     # upstream pools and the stores need. None: the open-file limit less their share.
     max_connections: int | None = None
-    # HTTPS on the listener: PEM certificate chain and private key (docs/operations.md).
+    # HTTPS on the listener: PEM certificate chain and private key (README, Operations).
     tls: TlsConfig | None = None
 
 
