@@ -81,7 +81,8 @@ class Gateway:
                 await self._lifespan(receive, send)
             return
         path = scope["path"]
-        if (path in self._own_paths or path.startswith("/admin/")) and await self._own(path, scope, receive, send):
+        if (path in self._own_paths or path.startswith(("/admin/", "/v1/jobs"))) and await self._own(
+                path, scope, receive, send):
             return
         runner = self.runner
         if runner is None:
@@ -100,6 +101,9 @@ class Gateway:
                 task = asyncio.current_task()
                 if task is not None:
                     task.uncancel()
+                then = ctx.disconnect.then
+                if then is not None:   # an operator's cancel (control/streams.py): the client is still there
+                    await then()
                 return
             raise
         finally:
@@ -120,6 +124,8 @@ class Gateway:
             await self._readyz(send)
         elif path == "/metrics":
             await send_metrics(send)
+        elif path.startswith("/v1/jobs"):
+            await self._jobs(scope, receive, send)
         else:
             admin = self.services.extras.get("admin")
             if admin is None:
@@ -128,6 +134,20 @@ class Gateway:
             else:
                 await admin(scope, receive, send)
         return True
+
+    async def _jobs(self, scope: dict, receive, send) -> None:
+        """The agent-job routes (jobs/api.py), authenticated like completions."""
+        if self.runner is None:
+            await send_refusal(send, Refusal(Reason.budget_store_unavailable, "gateway is starting"),
+                               self._next_id().encode())
+            return
+        api = self.services.extras.get("jobs_api")
+        if api is None:
+            from .jobs.api import JobsApi
+
+            identity = next(stage for stage in self.services.stages if stage.name == "identity")
+            api = self.services.extras["jobs_api"] = JobsApi(self.services.extras["jobs"], identity, self._finish)
+        await api(scope, receive, send, self._next_id())
 
     async def _readyz(self, send) -> None:
         """Ready once started and while every required upstream answers its probe."""

@@ -84,6 +84,9 @@ class Reason(enum.Enum):
     concurrency_limit = (429, _RATE)
     spend_cap = (429, _RATE)
     job_budget_exhausted = (429, _RATE)
+    job_expired = (429, _RATE)              # terminal, like job_budget_exhausted
+    job_cancelled = (409, _INVALID)
+    job_not_found = (404, _INVALID)
     budget_store_unavailable = (503, _UPSTREAM)
     # screening
     content_blocked = (400, _INVALID)

@@ -22,14 +22,14 @@ import itertools
 import logging
 import os
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from ..config.schema import Config, PlanConfig
 from ..errors import Reason
 from . import policy
 from .guard import Breaker
 from .leases import Guarded, LeaseKeeper, Ticket
-from .limits import REASONS, Budgets, TenantBudget, tenant_namespace
+from .limits import JOB_LIMITS, REASONS, Budgets, TenantBudget, tenant_namespace
 from .memory import MemoryStore
 from .policy import Outcome
 from .reconcile import Reconciler
@@ -97,11 +97,12 @@ class Admitter:
         return int(self._clock() * 1000)
 
     async def reserve(self, tenant: str, tier: str, plan: PlanConfig, key_id: str | None, model: str | None,
-                      upstream: str | None, tokens: int, cost: int) -> Decision:
+                      upstream: str | None, tokens: int, cost: int, job: Any = None) -> Decision:
+        """``job``: the request's agent job (jobs.terms.JobBudgets), reserved in the same step."""
         now_ms = self.now_ms()
         rid = self._id_prefix + "%x" % next(self._ids)
         guarded, budgets = self.shared, self.budgets
-        parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+        parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms, job)
         outcomes = None
         if guarded.now is not None:
             outcomes = list(map(guarded.now.reserve_now, calls))
@@ -122,8 +123,8 @@ class Admitter:
             else:
                 guarded.succeeded()
         if outcomes is None:
-            if not (self.all_open or tier in self.open_tiers):
-                return UNAVAILABLE
+            if not (self.all_open or tier in self.open_tiers) or job is not None:
+                return UNAVAILABLE   # (a job's counters live only in the shared store)
             guarded, budgets = self.local, self.local_budgets
             parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
             outcomes = list(map(guarded.now.reserve_now, calls))  # type: ignore[union-attr]
@@ -134,9 +135,11 @@ class Admitter:
 
     def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None, model: str | None,
                upstream: str | None, tokens: int, cost: int, rid: str,
-               now_ms: int) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
+               now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
         lease_until = now_ms + self.lease_ms
         budget = budgets.tenant(tenant, plan, key_id, now_ms)
+        if job is not None:
+            budget = job.joined(budget)
         if tenant not in self._configured and len(self._seen) < 10_000:
             self._seen.add(budget.layout.namespace)
         call = ReserveCall(budget.layout, rid, now_ms, lease_until, budget.amounts(tokens, cost))
@@ -179,7 +182,8 @@ class Admitter:
         limit = budget.names[outcome.failed]
         reason = REASONS[limit]
         retry = policy.retry_after_s(outcome.retry_ms) if reason in (Reason.token_budget, Reason.rate_limited) else None
-        terminal = reason is Reason.spend_cap or (reason is Reason.token_budget and retry is None)
+        terminal = (reason is Reason.spend_cap or (reason is Reason.token_budget and retry is None)
+                    or limit in JOB_LIMITS)
         # A refusal carries the x-ratelimit-* headers too, as OpenAI's 429s do: the tenant's
         # levels as they stand (before the call, since nothing was taken).
         tenant_levels = outcome.levels if budget is parts[0] else first.levels

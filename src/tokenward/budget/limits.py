@@ -32,7 +32,10 @@ REASONS: dict[str, Reason] = {
     "tokens": Reason.token_budget, "cost": Reason.token_budget, "key_tokens": Reason.token_budget,
     "requests": Reason.rate_limited, "key_requests": Reason.rate_limited,
     "capacity": Reason.token_budget, "capacity_share": Reason.token_budget,
+    # an agent job's checks (jobs/terms.py); the admission stage asks the job book why
+    "job": Reason.job_budget_exhausted, "job_ancestor": Reason.job_cancelled,
 }
+JOB_LIMITS = frozenset(("job", "job_ancestor"))
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import policy
-from .policy import Check, Outcome
-from .store import ALREADY_RESERVED, LEASE_LIVE, SETTLED, UNKNOWN, LeaseRenewal, ReserveCall, SettleCall
+from . import job_policy, policy
+from .policy import Check, JobValue, Outcome
+from .store import (ALREADY_RESERVED, LEASE_LIVE, SETTLED, UNKNOWN, JobCreate, JobRecord, LeaseRenewal, ReserveCall,
+                    SettleCall)
 
 
 _NO_LEASES: dict[str, int] = {}  # read-only stand-in for a namespace without leases
@@ -34,6 +35,11 @@ class MemoryStore:
         self._expires: dict[str, int] = {}     # spend keys: when their period's key may go
         self._records: dict[str, _Record] = {}
         self._leases: dict[str, dict[str, int]] = {}
+        # agent jobs: terms and children ("<ns>:j:<id>:m" / ":c"), open jobs per namespace
+        # (id -> deadline), reservations marked dispatched (their record keys)
+        self._blobs: dict[str, object] = {}
+        self._open_jobs: dict[str, dict[str, int]] = {}
+        self._dispatched: set[str] = set()
 
     async def reserve(self, calls: Sequence[ReserveCall]) -> list[Outcome]:
         return [self.reserve_now(call) for call in calls]
@@ -71,23 +77,27 @@ class MemoryStore:
             if leases:
                 leases.pop(call.reservation_id, None)  # an orphaned lease, if any
             return UNKNOWN
-        mode = call.mode
+        mode, tokens, cost = call.mode, call.tokens, call.cost
         if mode == policy.EXPIRED:
             until = leases.get(call.reservation_id)
             if until is not None and until > call.now_ms:
                 return LEASE_LIVE
             mode = policy.FULL
+            if record.checks[0].kind == policy.JOB and call.record_key not in self._dispatched:
+                mode, tokens, cost = policy.SETTLE, 0, 0   # abandoned before dispatch: unused
         if call.keys is not record.keys and tuple(call.keys) != record.keys:
             raise ValueError(f"settle keys do not match the reservation {call.reservation_id}")
         values = self._values
         states = [values.get(key) for key in record.keys]
-        new_states = policy.settle(states, record.checks, record.amounts, record.debits, call.tokens, call.cost,
+        new_states = policy.settle(states, record.checks, record.amounts, record.debits, tokens, cost,
                                    mode, call.now_ms)
         for key, c, state in zip(record.keys, record.checks, new_states):
-            if c.kind == policy.GAUGE and state == 0:
+            if state is None or (c.kind == policy.GAUGE and state == 0):
                 values.pop(key, None)
             else:
                 values[key] = state
+        if record.checks[0].kind == policy.JOB:
+            self._dispatched.discard(call.record_key)
         del self._records[call.record_key]
         if leases:
             leases.pop(call.reservation_id, None)
@@ -129,10 +139,77 @@ class MemoryStore:
             if namespace in wanted:
                 del values[key]
                 gone[namespace] = gone.get(namespace, 0) + 1
+        for key in [k for k, v in values.items() if type(v) is JobValue and job_policy.droppable(v, now_ms)]:
+            namespace = key[: key.find("}") + 1]
+            if namespace in wanted:
+                del values[key]
+                self._blobs.pop(key + ":m", None)
+                self._blobs.pop(key + ":c", None)
+                gone[namespace] = gone.get(namespace, 0) + 3
         return [(0, gone.get(ns, 0)) for ns in namespaces]
 
     async def open_reservations(self, leases_key: str) -> int:
         return len(self._leases.get(leases_key, ()))
+
+    # -- agent jobs ------------------------------------------------------------------------
+    async def create_job(self, call: JobCreate) -> tuple[int, int]:
+        ns, values = call.namespace, self._values
+        parent = None
+        if call.parent_id:
+            parent = job_policy.Parent(values.get(f"{ns}:j:{call.parent_id}"), call.parent_budget,  # type: ignore[arg-type]
+                                       call.parent_max_children,
+                                       tuple(values.get(f"{ns}:j:{a}") for a in call.ancestor_ids))  # type: ignore[misc]
+        open_jobs = self._open_jobs.setdefault(ns, {})
+        for job_id in [j for j, deadline in open_jobs.items() if deadline <= call.now_ms]:
+            del open_jobs[job_id]
+        bucket_key = f"{ns}:b:jobs"
+        created = job_policy.create(parent, call.budget, call.deadline_ms, len(open_jobs), values.get(bucket_key),  # type: ignore[arg-type]
+                                    call.limits, call.now_ms)  # type: ignore[arg-type]
+        if created.status != job_policy.CREATED:
+            return created.status, created.retry_ms
+        values[bucket_key] = created.bucket
+        key = f"{ns}:j:{call.job_id}"
+        values[key] = created.job
+        self._blobs[key + ":m"] = call.meta
+        if parent is not None:
+            parent_key = f"{ns}:j:{call.parent_id}"
+            values[parent_key] = created.parent
+            children = self._blobs.get(parent_key + ":c", ())
+            self._blobs[parent_key + ":c"] = (*children, call.job_id)  # type: ignore[misc]
+        open_jobs[call.job_id] = call.deadline_ms
+        return created.status, 0
+
+    async def close_jobs(self, namespace: str, jobs: Sequence[tuple[str, int, int]], state: int) -> int:
+        keys = [f"{namespace}:j:{job_id}" for job_id, _, _ in jobs]
+        closing = [job_policy.Closing(self._values.get(k), budget, parent)  # type: ignore[arg-type]
+                   for k, (_, budget, parent) in zip(keys, jobs)]
+        values, changed = job_policy.close(closing, state)
+        open_jobs = self._open_jobs.get(namespace, {})
+        for key, (job_id, _, _), before, after in zip(keys, jobs, closing, values):
+            if after is not None and after != before.value:
+                self._values[key] = after
+                if after.state != before.value.state:  # type: ignore[union-attr]
+                    open_jobs.pop(job_id, None)
+        return changed
+
+    async def dispatch(self, namespace: str, reservation_id: str, chain: Sequence[str], now_ms: int) -> int:
+        for job_id in chain:
+            why = job_policy.usable(self._values.get(f"{namespace}:j:{job_id}"), now_ms)  # type: ignore[arg-type]
+            if why:
+                return why
+        self._dispatched.add(f"{namespace}:r:{reservation_id}")
+        return job_policy.DISPATCH_OK
+
+    async def jobs(self, namespace: str, job_ids: Sequence[str]) -> list[JobRecord]:
+        out = []
+        for job_id in job_ids:
+            key = f"{namespace}:j:{job_id}"
+            out.append(JobRecord(self._values.get(key), self._blobs.get(key + ":m"),  # type: ignore[arg-type]
+                                 tuple(self._blobs.get(key + ":c", ()))))  # type: ignore[arg-type]
+        return out
+
+    async def dispatched(self, namespace: str, reservation_id: str) -> bool:
+        return f"{namespace}:r:{reservation_id}" in self._dispatched
 
     def _drop_old_periods(self, now_ms: int) -> None:
         old = [key for key, until in self._expires.items() if until <= now_ms]

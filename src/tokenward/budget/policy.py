@@ -18,6 +18,14 @@ Check kinds (``kind``) and what their stored value is:
   back in full at settle. ``p1`` = maximum.
 - ``S`` spend: what a period (day, month) has spent, adjusted to the actual cost at
   settle. ``p1`` = cap, ``p2`` = when the period's key may expire (epoch ms).
+- ``J`` job: an agent job's counters (``JobValue``), created with the job (a missing one
+  refuses). Fits only while the job is open and before its deadline, when ``used +
+  amount <= p1`` (its budget) and, if ``p2 > 0``, another attempt is within ``p2``. At
+  settle the job is charged the actual amount, never more than it reserved.
+- ``A`` ancestor: a job's parent, grandparent...: the same stored value, only read. Fits
+  while that job is not cancelled and before its deadline (so cancelling or the deadline
+  of a job stops its whole subtree in the same atomic step); an exhausted ancestor does
+  not stop children whose budgets it already carved out.
 
 Units (``unit``) say which actual amount a check settles against: ``t`` tokens, ``c``
 cost units (micro-USD), ``r`` one request (never refunded: the request was made),
@@ -35,7 +43,7 @@ from typing import NamedTuple, Sequence
 
 SCALE = 60_000  # milliseconds per minute: a per-minute limit refills that many scaled units per ms
 
-BUCKET, SOFT, GAUGE, SPEND = "B", "P", "G", "S"
+BUCKET, SOFT, GAUGE, SPEND, JOB, ANCESTOR = "B", "P", "G", "S", "J", "A"
 TOKENS, COST, REQUEST, SLOT = "t", "c", "r", "s"
 SETTLE, FULL, VOID, EXPIRED = "s", "f", "z", "x"
 # Every rate is per minute, so a bucket idle for a minute is full: the same as no value at
@@ -53,6 +61,23 @@ class Check(NamedTuple):
     p1: int
     p2: int
     enforce: int   # 1 = enforced, 0 = shadow (recorded as would-reject, never refused)
+
+
+# A job's states (JobValue.state); "expired" is not stored: it is the deadline passing.
+OPEN, EXHAUSTED, CANCELLED = 0, 1, 2
+
+
+class JobValue(NamedTuple):
+    """An agent job's counters, one stored value (the ``J`` and ``A`` checks read it)."""
+
+    used: int          # reserved + spent by its own requests, plus what it carved for children
+    held: int          # reserved by its requests still open
+    carved: int        # budgets carved out for its children (less what they handed back)
+    attempts: int      # admitted requests (a voided reservation is not one)
+    open: int          # its requests not settled yet
+    children: int
+    state: int         # OPEN, EXHAUSTED or CANCELLED
+    deadline_ms: int
 
 
 class Outcome(NamedTuple):
@@ -125,6 +150,11 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
                     retry = -1 if w < 0 or retry < 0 else max(retry, w)
             new_states[i] = (level, ts)
             levels[i] = level
+        elif kind == JOB or kind == ANCESTOR:
+            fits, new_states[i], levels[i], debits[i] = _reserve_job(kind, states[i], need, p1, p2, now_ms)  # type: ignore[arg-type]
+            if not fits:
+                retry = -1
+                enforce = 1   # a job is never in shadow mode
         else:
             current = states[i] or 0
             fits = current + need <= p1
@@ -147,9 +177,25 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
     return Outcome(True, -1, 0, tuple(shadow), tuple(levels)), new_states, debits
 
 
+def _reserve_job(kind: str, job: JobValue | None, need: int, budget: int, max_attempts: int,
+                 now_ms: int) -> tuple[bool, JobValue | None, int, int]:
+    """A ``J`` or ``A`` check: (fits, the value after, its level (used; -1: no job), debit)."""
+    if job is None:
+        return False, None, -1, 0
+    if kind == ANCESTOR:
+        return job.state != CANCELLED and now_ms < job.deadline_ms, job, job.used, 0
+    if (job.state != OPEN or now_ms >= job.deadline_ms or job.used + need > budget
+            or (max_attempts > 0 and job.attempts >= max_attempts)):
+        return False, job, job.used, 0
+    return True, job._replace(used=job.used + need, held=job.held + need, attempts=job.attempts + 1,
+                              open=job.open + 1), job.used + need, need
+
+
 def _level_of(state: object, c: Check, now_ms: int) -> int:
     if c.kind == BUCKET or c.kind == SOFT:
         return refill(state, c.p1, c.p2, now_ms)[0]  # type: ignore[arg-type]
+    if c.kind == JOB or c.kind == ANCESTOR:
+        return state.used if state is not None else -1  # type: ignore[union-attr]
     return state or 0  # type: ignore[return-value]
 
 
@@ -198,9 +244,23 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
             out[i] = (min(max(level, 0), p1), ts)
         elif kind == GAUGE:
             out[i] = max((states[i] or 0) - debit, 0)  # type: ignore[operator]
+        elif kind == JOB:
+            out[i] = _settle_job(states[i], debit, actual, void)  # type: ignore[arg-type]
+        elif kind == ANCESTOR:
+            out[i] = states[i]
         else:
             out[i] = max((states[i] or 0) + actual - debit, 0)  # type: ignore[operator]
     return out
+
+
+def _settle_job(job: JobValue | None, debit: int, actual: int, void: bool) -> JobValue | None:
+    """A job is charged the actual amount, at most what it reserved (so no settle can take
+    it over its budget); a voided reservation was not an attempt."""
+    if job is None:
+        return None   # the job is gone (dropped long after its deadline)
+    charged = min(max(actual, 0), debit)
+    return job._replace(used=max(job.used - debit + charged, 0), held=max(job.held - debit, 0),
+                        open=max(job.open - 1, 0), attempts=max(job.attempts - 1, 0) if void else job.attempts)
 
 
 def full_after_ms(level: int, cap: int, rate: int) -> int:

@@ -21,6 +21,7 @@ from typing import Sequence
 from . import policy
 from .policy import Check, Outcome
 from .cluster import ClusterRouter, is_cluster_reply
+from .redis_jobs import RedisJobs, decode_job
 from .resp import RedisPyConnections, RespClient, ScriptMissing, SingleFlight, _bulk, pack
 from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
 
@@ -42,14 +43,17 @@ class Script:
 RESERVE = Script("reserve.lua")
 SETTLE = Script("settle.lua")
 SWEEP = Script("sweep.lua")
-SCRIPTS = (RESERVE, SETTLE, SWEEP)
+JOB_CREATE = Script("job_create.lua")
+JOB_CLOSE = Script("job_close.lua")
+JOB_DISPATCH = Script("job_dispatch.lua")
+SCRIPTS = (RESERVE, SETTLE, SWEEP, JOB_CREATE, JOB_CLOSE, JOB_DISPATCH)
 
 
 def _script_loads() -> bytes:
     """SCRIPT LOAD of every script: ``len(SCRIPTS)`` replies."""
     return b"".join(pack(b"SCRIPT", b"LOAD", script.source) for script in SCRIPTS)
 
-_KIND = {policy.BUCKET: 1, policy.SOFT: 2, policy.GAUGE: 3, policy.SPEND: 4}
+_KIND = {policy.BUCKET: 1, policy.SOFT: 2, policy.GAUGE: 3, policy.SPEND: 4, policy.JOB: 5, policy.ANCESTOR: 6}
 _UNIT = {policy.TOKENS: 1, policy.COST: 2, policy.REQUEST: 3, policy.SLOT: 4}
 _pack_amounts = [struct.Struct("<%dd" % n).pack for n in range(33)]
 
@@ -151,13 +155,15 @@ def _record_keys(record: bytes) -> list[str]:
 
 def _decode_value(raw: bytes) -> object:
     kind = raw[0]
+    if kind == 5:
+        return decode_job(raw)
     if kind == 1:
         level, ts = struct.unpack_from("<dd", raw, 1)
         return int(level), int(ts)
     return int(struct.unpack_from("<d", raw, 1)[0])
 
 
-class RedisStore:
+class RedisStore(RedisJobs):
     name = "redis"
 
     def __init__(self, url: str, timeout_s: float, client: str = "resp") -> None:

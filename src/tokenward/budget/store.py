@@ -71,6 +71,30 @@ class LeaseRenewal(NamedTuple):
     reservation_ids: Sequence[str]
 
 
+class JobCreate(NamedTuple):
+    """Create an agent job in a tenant's namespace (job_policy.create)."""
+
+    namespace: str
+    job_id: str
+    now_ms: int
+    deadline_ms: int
+    budget: int
+    limits: object              # job_policy.Limits
+    meta: bytes                 # the job's fixed terms (JSON), stored as given
+    parent_id: str = ""         # "" for a job without a parent
+    parent_budget: int = 0
+    parent_max_children: int = 0
+    ancestor_ids: Sequence[str] = ()   # the parent's own ancestors, nearest first
+
+
+class JobRecord(NamedTuple):
+    """What a store holds for one job: its counters, its terms (JSON), its children's ids."""
+
+    value: object               # policy.JobValue, or None when there is no such job
+    meta: bytes | None
+    children: tuple[str, ...]
+
+
 # settle answers
 SETTLED, UNKNOWN, LEASE_LIVE = 1, 0, -1
 ALREADY_RESERVED = Outcome(True, -1, 0, (), ())
@@ -105,5 +129,24 @@ class BudgetStore(Protocol):
 
     async def open_reservations(self, leases_key: str) -> int:
         """How many reservations of a namespace hold a lease."""
+
+    # -- agent jobs (budget/job_policy.py; docs/jobs.md) --------------------------------
+    async def create_job(self, call: JobCreate) -> tuple[int, int]:
+        """(status, retry_ms): job_policy.CREATED or why not, all or nothing."""
+
+    async def close_jobs(self, namespace: str, jobs: Sequence[tuple[str, int, int]], state: int) -> int:
+        """Move jobs (id, budget, index of its parent in ``jobs`` or -1), children listed
+        before their parents, to ``state`` (job_policy.close; a budget below 0 only takes
+        back a child's hand-back); how many changed."""
+
+    async def dispatch(self, namespace: str, reservation_id: str, chain: Sequence[str], now_ms: int) -> int:
+        """Before a job's request goes to a backend: job_policy.DISPATCH_OK (and the
+        reservation marked dispatched) or why not (the first of the chain that is not usable)."""
+
+    async def jobs(self, namespace: str, job_ids: Sequence[str]) -> list[JobRecord]:
+        """What is stored for each job (value None: no such job)."""
+
+    async def dispatched(self, namespace: str, reservation_id: str) -> bool:
+        """Whether a reservation was marked dispatched (tests and tools)."""
 
     async def close(self) -> None: ...

@@ -21,7 +21,7 @@ def _cycle_with_hook(receive: Receive):
 
 
 class DisconnectWatch:
-    __slots__ = ("_receive", "_loop", "_target", "_task", "_cycle", "armed", "fired")
+    __slots__ = ("_receive", "_loop", "_target", "_task", "_cycle", "armed", "fired", "then")
 
     def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
         self._receive = receive
@@ -31,6 +31,8 @@ class DisconnectWatch:
         self._cycle = None
         self.armed = False
         self.fired = False
+        # set by ``cancel``: answers the client (still there) once the request has unwound
+        self.then = None
 
     def arm(self) -> None:
         """Start watching; call only after the request body has been read."""
@@ -55,6 +57,16 @@ class DisconnectWatch:
         if self._task is not None and not self._task.done():
             self._task.cancel()
         self._task = None
+
+    def cancel(self, then=None) -> bool:
+        """End the request from outside while it is being forwarded (an operator's cancel),
+        as a disconnect would; ``then``, a coroutine function, answers the client after the
+        unwinding (app.py). False: not being forwarded now."""
+        if not self.armed or self.fired or self._target is None:
+            return False
+        self.then = then
+        self._fire()
+        return True
 
     def _fire(self) -> None:
         if self.armed and self._target is not None and not self.fired:

@@ -24,6 +24,7 @@ class RequestContext:
         "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
         "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
         "reason", "status", "notes", "disconnect", "transforms", "outbound", "answered_by", "cache",
+        "job",
     )
 
     def __init__(self, request_id: str, method: str, path: str, headers: list[Header],
@@ -70,6 +71,9 @@ class RequestContext:
         self.outbound: Any = None
         self.answered_by: str | None = None  # the stage that answered the request itself
         self.cache: Any = None  # a cache miss's pending capture, stored when the answer completes
+        # The agent job the request runs in (jobs/runs.py JobRun), set by admission; the
+        # forwarder asks it right before dispatch.
+        self.job: Any = None
 
     def add_transform(self, transform: Any) -> None:
         if self.transforms is None:

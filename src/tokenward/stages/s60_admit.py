@@ -26,11 +26,13 @@ import msgspec
 
 from ..budget import policy
 from ..budget.admission import Admitter, Decision
+from ..budget.limits import JOB_LIMITS
 from ..budget.memory import MemoryStore
 from ..budget.policy import Prices
 from ..config.schema import Config, PlanConfig
 from ..errors import ConfigError, Reason, Refusal
 from ..http.responses import NO_RETRY
+from ..jobs.book import JobBook
 from ..pipeline.results import Reservation
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
@@ -47,6 +49,7 @@ class _Peek(msgspec.Struct):
 
 
 _peek = msgspec.json.Decoder(_Peek).decode
+JOB_HEADER = b"x-tokenward-job"
 _NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
 _UNPRICED = (policy.FREE, None)
 
@@ -74,6 +77,7 @@ class AdmissionStage(BaseStage):
         self._models = {name: (Prices.per_million(m.input_price_per_million, m.output_price_per_million), m.upstream)
                         for name, m in config.models.items()}
         self._shared_store = admitter.shared.store.name
+        self.jobs = JobBook(admitter)
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         principal = ctx.principal
@@ -85,12 +89,19 @@ class AdmissionStage(BaseStage):
             return None
         entitlement = ctx.entitlement
         plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
+        job = None
+        for name, value in ctx.headers:   # x-tokenward-job: the request joins an agent job
+            if name == JOB_HEADER:
+                job = await self.jobs.resolve(principal.tenant, value.decode("latin-1").strip())
+                if job.__class__ is Refusal:
+                    return job  # type: ignore[return-value]
+                break
         estimate = self._estimate(ctx, plan)
         model = estimate.model
         priced = self._models.get(model) if model is not None else None
         decision = await self.admitter.reserve(
             principal.tenant, principal.plan_name, plan, principal.key_id, model,
-            priced[1] if priced is not None else None, estimate.tokens, estimate.cost)
+            priced[1] if priced is not None else None, estimate.tokens, estimate.cost, job)
         limits = decision.limits
         record = {"estimated_input": estimate.input, "reserved": estimate.tokens, "reserved_cost": estimate.cost,
                   "limits": limits, "store": "local" if decision.local else self._shared_store}
@@ -100,9 +111,14 @@ class AdmissionStage(BaseStage):
         ticket = decision.ticket
         if ticket is None:
             record["refused_by"] = decision.limit or "store"
+            if decision.limit in JOB_LIMITS:
+                return await self.jobs.refused(principal.tenant, job, estimate.tokens, decision.headers)
             return _refusal(decision, estimate)
         ctx.reservation = Reservation(ticket.reservation_id, principal.tenant, estimate.tokens,
                                       estimate.cost, "streams" in limits, limits)
+        if job is not None:
+            record["job"] = job.meta.id
+            ctx.job = self.jobs.runs.add(ctx, principal.tenant, job, ticket.reservation_id)
         if decision.headers:
             ctx.response_headers.extend(decision.headers)
         return None
@@ -156,6 +172,8 @@ class AdmissionStage(BaseStage):
         reservation = ctx.reservation
         if reservation is None:
             return
+        if ctx.job is not None:
+            self.jobs.runs.remove(ctx.job)
         ticket = self.admitter.keeper.open.get(reservation.reservation_id)
         if ticket is None:
             return  # already settled
@@ -235,4 +253,6 @@ async def build(services) -> AdmissionStage:
     services.on_close(admitter.close)
     admitter.keeper.start()
     await admitter.warm()
-    return AdmissionStage(config, admitter)
+    stage = AdmissionStage(config, admitter)
+    services.extras["jobs"] = stage.jobs
+    return stage

@@ -97,6 +97,10 @@ class Forwarder:
         return self._stream_clock
 
     async def __call__(self, ctx: RequestContext) -> Exit:
+        if ctx.job is not None:
+            # raises the refusal when its agent job was cancelled or expired since admission;
+            # records the dispatch (an abandoned reservation is then told apart: jobs/runs.py)
+            await ctx.job.dispatch()
         call = prepare(ctx, self.targets, ctx.route.upstream_path)
         target = call.target
         headers = [_JSON_CT]

@@ -7,7 +7,7 @@
 --            (every key shares the namespace's {hash tag}: one Redis Cluster slot)
 -- ARGV[1]    now (epoch ms)     ARGV[2] reservation id     ARGV[3] lease expiry (epoch ms)
 -- ARGV[4]    the checks, five little-endian doubles each: kind (1 bucket, 2 soft bucket,
---            3 gauge, 4 spend), unit (1 tokens, 2 cost, 3 request, 4 slot), p1, p2,
+--            3 gauge, 4 spend, 5 job, 6 ancestor job), unit (1 tokens, 2 cost, 3 request, 4 slot), p1, p2,
 --            enforce (1 enforced, 0 shadow); the same for every call of a layout, so the
 --            caller encodes it once
 -- ARGV[5]    the amounts, one little-endian double per check
@@ -41,7 +41,7 @@ for i = 1, n do
   local s = 5 * (i - 1)
   local kind, p1, p2, enforce = spec[s + 1], spec[s + 3], spec[s + 4], spec[s + 5] == 1
   local raw = stored[i]
-  if not raw then
+  if not raw and kind < JOB then
     raw = legacy_value(KEYS[2 + i], kind, p2)
     if raw then migrated[#migrated + 1] = KEYS[2 + i] end
   end
@@ -50,7 +50,7 @@ for i = 1, n do
   if carry >= 0 then need = carry end
   carry = -1
   debits[i] = 0
-  local fits, a, b = true, 0, 0
+  local fits, a, b, w = true, 0, 0, nil
   if kind <= SOFT then
     local level, ts = refilled(raw, p1, p2, now)
     befores[i] = level
@@ -72,6 +72,25 @@ for i = 1, n do
       end
     end
     a, b = level, ts
+  elseif kind >= JOB then
+    -- an agent job (policy.reserve's J and A checks): its value must exist
+    local j = raw and job_unpack(raw)
+    a = j and j[1] or -1
+    befores[i] = a
+    if kind == JOB then
+      fits = j and j[7] == JOB_OPEN and now < j[8] and j[1] + need <= p1 and (p2 <= 0 or j[4] < p2)
+      if fits then
+        debits[i] = need
+        j[1], j[2], j[4], j[5] = j[1] + need, j[2] + need, j[4] + 1, j[5] + 1
+        a, w = j[1], job_pack(j)
+      end
+    else
+      fits = j and j[7] ~= JOB_CANCELLED and now < j[8]
+      w = raw
+    end
+    if not fits then
+      fits, enforce, retry, w = false, true, -1, ''
+    end
   else
     local current, period = counted(raw, kind, p2)
     befores[i] = current
@@ -85,7 +104,7 @@ for i = 1, n do
     a, b = current, period
   end
   levels[i] = a
-  writes[2 * i - 1], writes[2 * i] = fields[i], packed(kind, a, b)
+  writes[2 * i - 1], writes[2 * i] = fields[i], w or packed(kind, a, b)
   if not fits then
     if enforce then
       if failed == 0 then failed = i end

@@ -8,7 +8,9 @@
 --            (every key shares the namespace's {hash tag}: one Redis Cluster slot)
 -- ARGV[1]    now (epoch ms)    ARGV[2] actual tokens    ARGV[3] actual cost units
 -- ARGV[4]    mode: s settle on usage, f charge in full, z void (undo every debit),
---            x charge in full only if the lease has expired (the reconciler)
+--            x charge in full only if the lease has expired (the reconciler); a job's
+--            reservation that was never dispatched (no field "d:<id>", job_dispatch.lua)
+--            is settled as unused instead: nothing reached a backend
 -- ARGV[5]    reservation id
 -- ARGV[5+i]  check i's field in KEYS[1], as reserved; optional (read from the record
 --            when absent, one more command)
@@ -24,10 +26,11 @@ for i = 6, #ARGV do fields[i - 4] = ARGV[i] end
 local stored = redis.call('HMGET', KEYS[1], unpack(fields))
 local record = stored[1]
 
+local expired = false
 if mode == 'x' then
   local until_ms = redis.call('ZSCORE', KEYS[2], id)
   if until_ms and tonumber(until_ms) > now then return -1 end
-  mode = 'f'
+  mode, expired = 'f', true
 end
 
 local n, spec, amounts, debits, legacy
@@ -72,6 +75,15 @@ if #fields ~= n + 1 then
 end
 
 local writes, migrated, gone, attributed = {}, {}, {record_field}, 0
+if spec[1] == JOB then
+  -- a job's reservation (its job check comes first): its dispatch mark goes with it; one
+  -- never dispatched and abandoned (the reconciler) is settled as unused, like a request
+  -- no backend saw
+  gone[#gone + 1] = 'd:' .. id
+  if expired and redis.call('HEXISTS', KEYS[1], 'd:' .. id) == 0 then
+    mode, tokens, cost = 's', 0, 0
+  end
+end
 for i = 1, n do
   local s = 5 * (i - 1)
   local kind, unit, p1, p2 = spec[s + 1], spec[s + 2], spec[s + 3], spec[s + 4]
@@ -99,6 +111,18 @@ for i = 1, n do
     level = level + (debit - actual) * SCALE
     if level < 0 then level = 0 elseif level > p1 then level = p1 end
     a, b = level, ts
+  elseif kind == JOB then
+    -- charged the actual amount, never more than reserved (policy._settle_job)
+    if raw then
+      local j = job_unpack(raw)
+      local charged = math.min(math.max(actual, 0), debit)
+      j[1], j[2], j[5] = math.max(j[1] - debit + charged, 0), math.max(j[2] - debit, 0), math.max(j[5] - 1, 0)
+      if mode == 'z' then j[4] = math.max(j[4] - 1, 0) end
+      writes[#writes + 1] = fields[i + 1]
+      writes[#writes + 1] = job_pack(j)
+    end
+  elseif kind == ANCESTOR then
+    a = nil
   elseif kind == GAUGE then
     a, b = math.max(counted(raw, kind, 0) - debit, 0), 0
     if a == 0 then

@@ -8,6 +8,8 @@
 --   bucket  "<Bdd"  1, level (scaled), ts (epoch ms)
 --   gauge   "<Bd"   3, count
 --   spend   "<Bdd"  4, spent, the end of its period (p2); a field from an earlier period reads as 0
+--   job     "<B8d"  5, used, held, carved, attempts, open, children, state, deadline (ms)
+--           (an agent job: policy.JobValue; read by the J and A checks, job_*.lua)
 -- An open reservation is the field "r:<id>" (see reserve.lua).
 --
 -- Earlier versions kept one key per value (a bucket as the text "level ts" or an {l, t}
@@ -15,7 +17,8 @@
 -- the key is deleted when the value is written here, so an upgrade needs no migration.
 
 local SCALE = 60000
-local BUCKET, SOFT, GAUGE, SPEND = 1, 2, 3, 4
+local BUCKET, SOFT, GAUGE, SPEND, JOB, ANCESTOR = 1, 2, 3, 4, 5, 6
+local JOB_OPEN, JOB_EXHAUSTED, JOB_CANCELLED = 0, 1, 2
 local KEEP_MS = 40 * 86400000   -- the hash outlives a month's spend period
 
 local function legacy_value(key, kind, p2)
@@ -62,4 +65,25 @@ local function packed(kind, a, b)
   if kind <= SOFT then return struct.pack('<Bdd', BUCKET, a, b) end
   if kind == GAUGE then return struct.pack('<Bd', GAUGE, a) end
   return struct.pack('<Bdd', SPEND, a, b)
+end
+
+-- An agent job's stored value as a table {used, held, carved, attempts, open, children,
+-- state, deadline} (policy.JobValue), and back.
+local function job_unpack(raw)
+  local _, a, b, c, d, e, f, g, h = struct.unpack('<Bdddddddd', raw)
+  return {a, b, c, d, e, f, g, h}
+end
+
+local function job_pack(j)
+  return struct.pack('<Bdddddddd', JOB, j[1], j[2], j[3], j[4], j[5], j[6], j[7], j[8])
+end
+
+-- 0 if a job may still run requests (not cancelled, before its deadline), else why not:
+-- 4 gone, 2 cancelled, 3 expired (job_policy.usable)
+local function job_usable(raw, now)
+  if not raw then return 4 end
+  local j = job_unpack(raw)
+  if j[7] == JOB_CANCELLED then return 2 end
+  if now >= j[8] then return 3 end
+  return 0
 end

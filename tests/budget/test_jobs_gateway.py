@@ -1,0 +1,198 @@
+"""Agent jobs through a real gateway over loopback: the /v1/jobs routes, requests joining a
+job, terminal refusals that never reach the backend, cancellation of open streams."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+import pytest
+
+from .gateway_helpers import backend, budget_config, chat, in_process
+
+JOBS = {"max_job_tokens": 5000, "max_open_jobs": 8, "jobs_per_minute": 30}
+TEAM = {"models": ["small-chat"], "max_output_tokens": 200, "tokens_per_minute": 100_000,
+        "requests_per_minute": 100_000, "max_concurrent_streams": 100}
+
+
+def config(tmp_path, port, store_url="memory", jobs=None, **extra):
+    plans = {"team": {**TEAM, **JOBS, **(jobs or {})}}
+    return budget_config(tmp_path, port, store_url, plans=plans, **extra)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_url(request):
+    if request.param == "memory":
+        return "memory"
+    server = request.getfixturevalue("redis_server")
+    return server.url
+
+
+async def new_job(gw, key, **body) -> dict:
+    resp = await gw.client.post("/v1/jobs", json=body, headers=key)
+    assert resp.status_code == 201, resp.text
+    return resp.json()
+
+
+def refused(resp: httpx.Response, status: int, code: str) -> None:
+    assert resp.status_code == status, resp.text
+    assert resp.json()["error"]["code"] == code, resp.text
+
+
+async def test_a_jobs_budget_is_terminal_and_refusals_never_reach_the_backend(tmp_path, store_url):
+    async with backend() as mock:
+        async with in_process(config(tmp_path, mock.port, store_url)) as gw:
+            key = await gw.new_key()
+            job = await new_job(gw, key, budget_tokens=100)
+            assert job["id"].startswith("job_") and job["state"] == "open" and job["remaining_tokens"] == 100
+            headers = {**key, "x-tokenward-job": job["id"]}
+            ok = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=40), headers=headers)
+            assert ok.status_code == 200, ok.text
+            seen = await mock.requests()
+            over = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=90), headers=headers)
+            refused(over, 429, "job_budget_exhausted")
+            assert over.headers["x-should-retry"] == "false"
+            assert "1 of its 1 admitted attempts finished" in over.json()["error"]["message"]
+            # terminal: even a request that would fit is refused now
+            small = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=1), headers=headers)
+            refused(small, 429, "job_budget_exhausted")
+            assert await mock.requests() == seen
+            state = (await gw.client.get(f"/v1/jobs/{job['id']}", headers=key)).json()
+            assert state["state"] == "exhausted" and state["attempts"] == 1 and state["reserved_tokens"] == 0
+            assert state["spent_tokens"] == ok.json()["usage"]["total_tokens"]
+            # a control request outside the job still gets through
+            control = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=90), headers=key)
+            assert control.status_code == 200 and await mock.requests() == seen + 1
+            await gw.settled()
+
+
+async def test_a_made_up_or_another_tenants_job_is_not_found(tmp_path, store_url):
+    async with backend() as mock:
+        path = config(tmp_path, mock.port, store_url, tenants={"acme": {"plan": "team"}, "globex": {"plan": "team"}})
+        async with in_process(path) as gw:
+            acme, globex = await gw.new_key("acme"), await gw.new_key("globex")
+            theirs = await new_job(gw, globex, budget_tokens=100)
+            for job_id in (theirs["id"], "job_" + "a" * 26, "job_nope", "x" * 5000):
+                resp = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=5),
+                                            headers={**acme, "x-tokenward-job": job_id})
+                refused(resp, 404, "job_not_found")
+                refused(await gw.client.get(f"/v1/jobs/{job_id[:100]}", headers=acme), 404, "job_not_found")
+                refused(await gw.client.delete(f"/v1/jobs/{job_id[:100]}", headers=acme), 404, "job_not_found")
+                refused(await gw.client.post("/v1/jobs", json={"budget_tokens": 5, "parent": job_id[:100]},
+                                             headers=acme), 404, "job_not_found")
+            assert await mock.requests() == 0
+            ok = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=5),
+                                      headers={**globex, "x-tokenward-job": theirs["id"]})
+            assert ok.status_code == 200 and await mock.requests() == 1
+
+
+async def test_children_carve_from_the_parent_and_bounds_hold(tmp_path):
+    async with backend() as mock:
+        async with in_process(config(tmp_path, mock.port)) as gw:
+            key = await gw.new_key()
+            parent = await new_job(gw, key, budget_tokens=100, max_children=2)
+            child = await new_job(gw, key, budget_tokens=60, parent=parent["id"])
+            assert child["parent"] == parent["id"]
+            too_big = await gw.client.post("/v1/jobs", json={"budget_tokens": 41, "parent": parent["id"]}, headers=key)
+            refused(too_big, 429, "job_budget_exhausted")
+            assert "40 of its 100 tokens left" in too_big.json()["error"]["message"]
+            await new_job(gw, key, budget_tokens=10, parent=parent["id"])
+            third = await gw.client.post("/v1/jobs", json={"budget_tokens": 1, "parent": parent["id"]}, headers=key)
+            refused(third, 429, "job_budget_exhausted")
+            view = (await gw.client.get(f"/v1/jobs/{parent['id']}", headers=key)).json()
+            assert view["carved_tokens"] == 70 and view["remaining_tokens"] == 30 and view["children"] == 2
+            # cancelling the child hands its unused allowance back
+            gone = (await gw.client.delete(f"/v1/jobs/{child['id']}", headers=key)).json()
+            assert gone["state"] == "cancelled"
+            view = (await gw.client.get(f"/v1/jobs/{parent['id']}", headers=key)).json()
+            assert view["remaining_tokens"] == 90
+            resp = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=5),
+                                        headers={**key, "x-tokenward-job": child["id"]})
+            refused(resp, 409, "job_cancelled")
+            assert await mock.requests() == 0
+
+
+async def test_job_terms_are_checked_precisely(tmp_path):
+    async with backend() as mock:
+        async with in_process(config(tmp_path, mock.port)) as gw:
+            key = await gw.new_key()
+            cases = [({"budget_tokens": 5001}, "invalid_field", "max_job_tokens"),
+                     ({"budget_tokens": 0}, "invalid_field", "budget_tokens"),
+                     ({"budget_tokens": "ten"}, "invalid_field", "budget_tokens"),
+                     ({"budget_tokens": 10, "colour": "red"}, "unknown_field", "colour"),
+                     ({"budget_tokens": 10, "max_seconds": 99999}, "invalid_field", "max_job_seconds"),
+                     ({"budget_tokens": 10, "max_attempts": 0}, "invalid_field", "max_attempts"),
+                     ({}, "invalid_field", "budget_tokens")]
+            for body, code, mentioned in cases:
+                resp = await gw.client.post("/v1/jobs", json=body, headers=key)
+                refused(resp, 400, code)
+                assert mentioned in resp.json()["error"]["message"], resp.text
+            refused(await gw.client.post("/v1/jobs", content=b"{", headers={**key, "content-type": "application/json"}),
+                    400, "invalid_json")
+            refused(await gw.client.post("/v1/jobs", json={"budget_tokens": 5}), 401, "missing_credentials")
+            refused(await gw.client.put("/v1/jobs", json={"budget_tokens": 5}, headers=key), 405, "method_not_allowed")
+            refused(await gw.client.get("/v1/jobs/a/b", headers=key), 404, "route_denied")
+            assert (await gw.client.post("/v1/jobs", json={"budget_tokens": 5}, headers=key)).status_code == 201
+
+
+async def test_creation_is_bounded_per_plan(tmp_path):
+    async with backend() as mock:
+        path = config(tmp_path, mock.port, jobs={"max_open_jobs": 2, "jobs_per_minute": 3})
+        async with in_process(path) as gw:
+            key = await gw.new_key()
+            first = await new_job(gw, key, budget_tokens=10)
+            await new_job(gw, key, budget_tokens=10)
+            refused(await gw.client.post("/v1/jobs", json={"budget_tokens": 10}, headers=key), 429, "concurrency_limit")
+            await gw.client.delete(f"/v1/jobs/{first['id']}", headers=key)
+            await new_job(gw, key, budget_tokens=10)
+            await gw.client.delete(f"/v1/jobs/{first['id']}", headers=key)
+            rate = await gw.client.post("/v1/jobs", json={"budget_tokens": 10}, headers=key)
+            refused(rate, 429, "rate_limited")
+            assert int(rate.headers["retry-after"]) >= 1
+
+
+async def test_cancel_ends_open_streams_within_100ms_and_settles(tmp_path, store_url):
+    async with backend() as mock:
+        async with in_process(config(tmp_path, mock.port, store_url)) as gw:
+            key = await gw.new_key()
+            parent = await new_job(gw, key, budget_tokens=3000)
+            child = await new_job(gw, key, budget_tokens=1000, parent=parent["id"])
+            ends: list[float] = []
+            bodies: list[bytes] = []
+
+            async def stream(job_id: str) -> None:
+                headers = {**key, "x-tokenward-job": job_id, "x-mock-token-rate": "20", "x-mock-tokens": "190"}
+                async with gw.client.stream("POST", "/v1/chat/completions", headers=headers,
+                                            json=chat(max_tokens=190, stream=True)) as resp:
+                    assert resp.status_code == 200
+                    body = b""
+                    async for chunk in resp.aiter_bytes():
+                        body += chunk
+                    ends.append(time.monotonic())
+                    bodies.append(body)
+
+            tasks = [asyncio.ensure_future(stream(j)) for j in (parent["id"], child["id"], child["id"])]
+            deadline = time.monotonic() + 5
+            while (await mock.stats())["active_streams"] < 3:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.02)
+            await asyncio.sleep(0.2)
+            before = await mock.requests()
+            cancelled_at = time.monotonic()
+            resp = await gw.client.delete(f"/v1/jobs/{parent['id']}", headers=key)
+            assert resp.status_code == 200 and resp.json()["state"] == "cancelled"
+            await asyncio.gather(*tasks)
+            assert max(ends) - cancelled_at < 0.1, max(ends) - cancelled_at
+            assert all(b'"code":"job_cancelled"' in body and b"[DONE]" not in body for body in bodies)
+            stats = await mock.stats()
+            assert stats["active_streams"] == 0 and stats["cancelled"] >= 3
+            await gw.settled()
+            after = (await gw.client.get(f"/v1/jobs/{child['id']}", headers=key)).json()
+            assert after["state"] == "cancelled" and after["reserved_tokens"] == 0 and after["open_attempts"] == 0
+            assert 0 < after["spent_tokens"] < 3 * 200
+            # nothing new is dispatched
+            late = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=5),
+                                        headers={**key, "x-tokenward-job": child["id"]})
+            refused(late, 409, "job_cancelled")
+            assert await mock.requests() == before
