@@ -5,7 +5,9 @@ exactly one slot and runs whole on one node; calls for different namespaces in o
 go to their nodes in parallel, one pipelined write per node, and their replies come back
 in the batch's order.
 
-The slot map comes from ``CLUSTER SLOTS`` of any node. A ``MOVED`` answer (a slot moved,
+The slot map comes from ``CLUSTER SHARDS`` of any node (Redis 7 and Valkey: it names each
+node's health, so a primary marked failed is not routed to), or ``CLUSTER SLOTS`` where
+the node does not know that command (Redis 6). A ``MOVED`` answer (a slot moved,
 or a failover) refreshes the map and sends the call again; ``ASK`` (a slot being
 migrated) sends it once to the named node after ``ASKING``; ``TRYAGAIN`` (a script
 whose keys are split between the two nodes of a migrating slot for a moment) waits a few
@@ -62,6 +64,32 @@ def key_slot(key: bytes) -> int:
 def is_cluster_reply(reply: object) -> bool:
     """Does a ``CLUSTER SLOTS`` reply describe a cluster (not an error from a single server)?"""
     return isinstance(reply, list) and len(reply) > 0
+
+
+def _fields(flat: list) -> dict[bytes, object]:
+    return {flat[i]: flat[i + 1] for i in range(0, len(flat) - 1, 2)}
+
+
+def shards_as_slots(reply: object) -> list:
+    """A ``CLUSTER SHARDS`` reply in ``CLUSTER SLOTS``'s shape: [start, end, primary,
+    replicas...] per slot range, each node [host, port]; a primary not marked online is
+    left out, so its slots have no owner until a replica is promoted."""
+    if not isinstance(reply, list):
+        return []
+    out = []
+    for shard in reply:
+        fields = _fields(shard) if isinstance(shard, list) else {}
+        ranges = fields.get(b"slots") or []
+        nodes = [_fields(n) for n in fields.get(b"nodes") or [] if isinstance(n, list)]
+        primaries = [n for n in nodes if n.get(b"role") == b"master" and n.get(b"health") in (b"online", None)]
+        if not primaries:
+            continue
+        members = primaries[:1] + [n for n in nodes if n.get(b"role") != b"master"]
+        addresses = [[n.get(b"endpoint") or n.get(b"ip"), int(n.get(b"port") or n.get(b"tls-port") or 0)]
+                     for n in members]
+        for i in range(0, len(ranges) - 1, 2):
+            out.append([int(ranges[i]), int(ranges[i + 1]), *addresses])
+    return out
 
 
 class NodeUnavailable(StoreUnavailable):
@@ -126,7 +154,11 @@ class ClusterRouter:
         for node in [*self._known, None]:     # None: the address in store.url
             client = self._client(node) if node is not None else RespClient.from_params(self._seed, self.timeout_s)
             try:
-                [reply] = await client.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
+                [reply] = await client.exchange_raw(pack(b"CLUSTER", b"SHARDS"), 1)
+                if isinstance(reply, hiredis.ReplyError):   # a node older than Redis 7
+                    [reply] = await client.exchange_raw(pack(b"CLUSTER", b"SLOTS"), 1)
+                else:
+                    reply = shards_as_slots(reply)
             except StoreUnavailable as exc:
                 failure = exc
                 continue

@@ -3,6 +3,10 @@
 After a failure, calls are refused at once (no timeout to wait out per request) until a
 backoff passes; then one call probes the store. A success closes the breaker; a failure
 doubles the backoff, up to a ceiling. Nobody has to reset anything when the store returns.
+
+The ceiling is 250 ms: it is how long requests can still be refused after the store is
+back (a 200 ms pause once cost 800 ms of refusals under a one-second ceiling), against
+at most four probes a second, one call each, at a store that is down.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ class Breaker:
     __slots__ = ("_clock", "_first", "_max", "_backoff", "_retry_at", "_probing", "down", "failures")
 
     def __init__(self, clock: Callable[[], float] = time.monotonic, first_backoff_s: float = 0.05,
-                 max_backoff_s: float = 1.0) -> None:
+                 max_backoff_s: float = 0.25) -> None:
         self._clock = clock
         self._first = first_backoff_s
         self._max = max_backoff_s

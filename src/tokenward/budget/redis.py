@@ -167,7 +167,7 @@ class RedisStore(RedisJobs):
     name = "redis"
 
     def __init__(self, url: str, timeout_s: float, client: str = "resp") -> None:
-        if client == "resp" and not url.startswith("rediss://"):
+        if client == "resp":
             self._transport: RespClient | RedisPyConnections = RespClient(url, timeout_s)
         else:
             self._transport = RedisPyConnections(url, timeout_s)

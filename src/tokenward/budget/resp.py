@@ -6,13 +6,27 @@
   returns in order; under load many requests share each socket read. Measured ~14 us of
   CPU per call at c=32 on the benchmark machine, against ~38 us through redis-py's
   connection layer and ~75 us through redis-py's client (docs/benchmarks.md).
-- ``RedisPyConnections`` (``store.client: redis-py``, and always for ``rediss://``): a
-  small LIFO pool of redis-py asyncio connections (hiredis parser, TLS, RESP3), one
-  request per connection at a time.
+- ``RedisPyConnections`` (``store.client: redis-py``): a small LIFO pool of redis-py
+  asyncio connections (hiredis parser, TLS, RESP3), one request per connection at a time.
 
-Both take redis-py's URL parsing, raise ``ScriptMissing`` when a reply says NOSCRIPT and
-``StoreUnavailable`` for anything else that goes wrong, and bound every exchange by the
-store timeout.
+Both take redis-py's URL parsing (``redis://``, ``rediss://`` with its ``ssl_*`` options,
+``unix://``, user and password, database), raise ``ScriptMissing`` when a reply says
+NOSCRIPT and ``StoreUnavailable`` for anything else that goes wrong, and bound every
+exchange by the store timeout.
+
+How the lean client rides out a slow store (a fork for BGSAVE, a paused process, a
+failover), docs/budget.md "When the store is slow":
+
+- **per-call deadlines**: each call fails alone when *its* timeout passes; the connection
+  stays, and the reply that arrives late is matched to its (failed) call and dropped, so
+  one slow reply never fails the calls behind it that the store then answers in time;
+- the connection is dropped only when the store has been **silent** for ``dead_after``
+  (ten timeouts, at least a second) while calls wait, or sends a reply out of step;
+- **reconnect with backoff**: after a failed connect, calls fail fast until the next
+  attempt is due (50 ms doubling to 2 s, reset on success), so a dead store is not
+  hammered by every request;
+- **backpressure**: while the socket's send buffer is full (the store is not reading) or
+  ``MAX_WAITING`` calls wait, a new call fails at once instead of queuing without bound.
 """
 
 from __future__ import annotations
@@ -77,14 +91,18 @@ def _error_in(replies: list) -> Exception | None:
     return None
 
 
+MAX_WAITING = 8192
+_BACKOFF_FIRST_S, _BACKOFF_MAX_S = 0.05, 2.0
+
+
 class _Protocol(asyncio.Protocol):
     """One multiplexed connection: replies are matched to waiters in order.
 
-    Timeouts are judged by one watchdog per connection rather than a timer per call: the
-    store counts as silent only when nothing at all arrived for ``timeout_s`` while a
-    call waited (checked once more after the loop has read its sockets), so a gateway
-    whose own event loop runs late under load does not mistake itself for a dead store.
-    A silent store fails every waiting call and the connection is dropped.
+    Deadlines are judged by one watchdog per connection rather than a timer per call. A
+    call past its deadline fails on its own (checked once more after the loop has read
+    its sockets, so a gateway whose own event loop runs late under load does not mistake
+    itself for a slow store); it keeps its place in the queue, and its reply is dropped
+    when it comes. The connection is dropped only after ``dead_after`` of silence.
     """
 
     def __init__(self, timeout_s: float) -> None:
@@ -98,11 +116,19 @@ class _Protocol(asyncio.Protocol):
         self._progress = 0.0          # loop time something last arrived
         self._watch: asyncio.TimerHandle | None = None
         self._suspect = False
+        self.dead_after = max(10 * timeout_s, 1.0)
+        self.paused = False     # the transport's send buffer is full: the store is not reading
         # Writes made in one turn of the event loop go out in one system call.
         self._out: list[bytes] = []
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         self.transport = transport
+
+    def pause_writing(self) -> None:
+        self.paused = True
+
+    def resume_writing(self) -> None:
+        self.paused = False
 
     def data_received(self, data: bytes) -> None:
         self._progress = self._loop.time()
@@ -152,6 +178,9 @@ class _Protocol(asyncio.Protocol):
         error reply fails it (ScriptMissing for NOSCRIPT, else StoreUnavailable)."""
         loop = self._loop
         fut = loop.create_future()
+        if self.paused or len(self.waiters) >= MAX_WAITING:
+            fut.set_exception(StoreUnavailable("budget store: not keeping up (its connection is full)"))
+            return fut
         now = loop.time()
         self.waiters.append((fut, count, [], now, checked))
         if self._watch is None:
@@ -168,19 +197,49 @@ class _Protocol(asyncio.Protocol):
 
     def _check(self) -> None:
         self._watch = None
-        if not self.waiters or self.lost is not None:
+        waiters = self.waiters
+        if not waiters or self.lost is not None:
             self._suspect = False
             return
-        since = max(self.waiters[0][3], self._progress)
-        if self._loop.time() - since < self.timeout_s:
-            self._suspect = False
-            self._watch = self._loop.call_at(since + self.timeout_s, self._check)
-        elif not self._suspect:
-            # Let the loop read its sockets once before calling the store silent.
+        now = self._loop.time()
+        timeout = self.timeout_s
+        overdue = [w for w in waiters if not w[0].done() and now - max(w[3], self._progress) >= timeout]
+        if overdue and not self._suspect:
+            # Let the loop read its sockets once before calling anything late.
             self._suspect = True
             self._watch = self._loop.call_later(0.001, self._check)
-        else:
-            self._drop(TimeoutError(f"no answer within {self.timeout_s * 1000:.0f} ms"))
+            return
+        self._suspect = False
+        for fut, *_ in overdue:
+            if not fut.done():
+                fut.set_exception(StoreUnavailable(f"budget store: no answer within {timeout * 1000:.0f} ms"))
+        silent_since = max(waiters[0][3], self._progress)
+        if now - silent_since >= self.dead_after:
+            self._drop(TimeoutError(f"the store was silent for {self.dead_after:g} s"))
+            return
+        pending = [w[3] for w in waiters if not w[0].done()]
+        due = min(pending) + timeout if pending else silent_since + self.dead_after
+        self._watch = self._loop.call_at(max(min(due, silent_since + self.dead_after), now + 0.001), self._check)
+
+
+def _tls_context(params: dict[str, Any]):
+    """The TLS of a ``rediss://`` URL, from redis-py's parse of its ``ssl_*`` options."""
+    from redis.asyncio.connection import SSLConnection
+
+    if params.get("connection_class") is not SSLConnection:
+        return None
+    import ssl
+
+    context = ssl.create_default_context(cafile=params.get("ssl_ca_certs"))
+    if params.get("ssl_certfile"):
+        context.load_cert_chain(params["ssl_certfile"], params.get("ssl_keyfile"))
+    requirement = params.get("ssl_cert_reqs", "required")
+    if requirement in ("none", ssl.CERT_NONE):
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    elif params.get("ssl_check_hostname") in (False, "false", "False"):
+        context.check_hostname = False
+    return context
 
 
 class RespClient:
@@ -189,6 +248,8 @@ class RespClient:
         self.timeout_s = timeout_s
         self._protocol: _Protocol | None = None
         self._connect = SingleFlight(self._open)    # concurrent callers share one connect
+        self._backoff = 0.0          # seconds to wait after the last failed connect
+        self._retry_at = 0.0         # loop time before which calls fail without connecting
 
     @classmethod
     def from_params(cls, params: dict[str, Any], timeout_s: float) -> "RespClient":
@@ -220,13 +281,21 @@ class RespClient:
         return await protocol.send(payload, count, checked)
 
     async def _connected(self) -> _Protocol:
+        loop = asyncio.get_running_loop()
+        wait = self._retry_at - loop.time()
+        if wait > 0:
+            raise StoreUnavailable(f"budget store: reconnecting in {wait * 1000:.0f} ms")
         try:
             async with asyncio.timeout(self.timeout_s):
-                return await self._connect()
-        except TimeoutError:
-            raise StoreUnavailable(f"budget store: no connection within {self.timeout_s * 1000:.0f} ms") from None
-        except OSError as exc:
+                protocol = await self._connect()
+        except (TimeoutError, OSError, StoreUnavailable) as exc:
+            self._backoff = min(self._backoff * 2, _BACKOFF_MAX_S) if self._backoff else _BACKOFF_FIRST_S
+            self._retry_at = loop.time() + self._backoff
+            if isinstance(exc, TimeoutError):
+                raise StoreUnavailable(f"budget store: no connection within {self.timeout_s * 1000:.0f} ms") from None
             raise StoreUnavailable(f"budget store: {exc}") from exc
+        self._backoff = 0.0
+        return protocol
 
     async def _open(self) -> _Protocol:
         loop = asyncio.get_running_loop()
@@ -234,8 +303,11 @@ class RespClient:
         if "path" in params:
             _, protocol = await loop.create_unix_connection(lambda: _Protocol(self.timeout_s), params["path"])
         else:
-            _, protocol = await loop.create_connection(lambda: _Protocol(self.timeout_s),
-                                                       params.get("host", "localhost"), params.get("port", 6379))
+            host = params.get("host", "localhost")
+            tls = _tls_context(params)
+            _, protocol = await loop.create_connection(lambda: _Protocol(self.timeout_s), host,
+                                                       params.get("port", 6379), ssl=tls,
+                                                       server_hostname=host if tls is not None else None)
         setup = []
         if params.get("password") is not None:
             user = params.get("username")
