@@ -50,6 +50,7 @@ class Gateway:
         self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json")
                                     + (("/metrics",) if config.server.expose_metrics else ()))
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._observe = None
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -57,6 +58,8 @@ class Gateway:
         admin = self.services.extras.get("admin")
         if admin is not None:
             admin.actions["reload"] = self._reload
+        # the abuse signals' share of each decision (abuse/observe.py), when configured
+        self._observe = self.services.extras.get("observe")
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
                              routes={"/v1/models": self._models})
@@ -168,6 +171,9 @@ class Gateway:
 
     def _finish(self, ctx: RequestContext) -> None:
         METRICS.observe(ctx)
+        observe = self._observe
+        if observe is not None:
+            observe(ctx)
         decisions = self.services.decisions
         if decisions is not None and decisions.enabled:
             decisions.write(build_record(ctx, perf_counter_ns()))

@@ -53,6 +53,12 @@ class Reason(enum.Enum):
     key_suspended = (403, _PERM)
     key_scope_denied = (403, _PERM)
     keystore_unavailable = (503, _UPSTREAM)
+    # control: abuse actions and operator controls (stages/s35_control.py); the code says
+    # which action applies, never which signal fired
+    key_restricted = (403, _PERM)
+    key_concurrency_reduced = (429, _RATE)
+    capability_paused = (403, _PERM)
+    stream_cancelled = (503, _UPSTREAM)
     # entitlement
     model_not_entitled = (403, _PERM)
     tools_not_entitled = (403, _PERM)

@@ -12,10 +12,13 @@
     POST /admin/reload                     reload the config file (every worker) -> {"reloaded": ...}
 
 Tenant actions are registered by the parts of the gateway that own them
-(``tenant_actions``: "cache/purge" by the cache stage).
+(``tenant_actions``: "cache/purge" by the cache stage); whole routes too (``routes``: the
+operator controls under /admin/tenants/{T}/..., /admin/abuse/..., /admin/controls and the
+status page /admin/status, by control/admin.py).
 
-Every call needs ``Authorization: Bearer <admin token>``; the token is read from the env
-var named by ``admin.token_env`` and compared in constant time.
+Every call needs ``Authorization: Bearer <admin token>`` (or HTTP Basic with the token as
+the password, which a browser asks for); the token is read from the env var named by
+``admin.token_env`` and compared in constant time.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ import msgspec
 
 from ..config.schema import Config
 from ..errors import Reason, envelope
-from ..http.responses import send_json
+from ..http.responses import send_bytes, send_json
 from ..keys import format as keyformat
 from ..keys.model import KeyNotFound, KeyStateError, KeyStoreError, parse_duration
 from ..keys.service import KeyService, check_new_key
@@ -102,18 +105,31 @@ class AdminApi:
         self.tenant_actions: dict[str, Callable[[str], Awaitable[Any]]] = {}
         # "action" -> async () -> JSON-able result, for POST /admin/<action> (reload)
         self.actions: dict[str, Callable[[], Awaitable[Any]]] = {}
+        # Routes other parts own (operator controls, the status page; control/admin.py):
+        # (method, first path part) -> async (parts, query, receive) -> (status, body[, headers]),
+        # or None when the path is not theirs after all
+        self.routes: dict[tuple[str, str], Callable[..., Awaitable[tuple | None]]] = {}
 
     async def __call__(self, scope: dict, receive, send) -> None:
         request_id = b"admin_" + f"{time.monotonic_ns():x}".encode()
+        headers = None
         try:
             self._authorize(scope)
-            status, body = await self._route(scope, receive)
+            answer = await self._route(scope, receive)
+            status, body = answer[0], answer[1]
+            headers = answer[2] if len(answer) > 2 else None
         except _Problem as problem:
             status, body = problem.status, problem.body
+            if status == 401:   # a browser (the status page) asks for the token as a password
+                headers = [(b"content-type", b"application/json"),
+                           (b"www-authenticate", b'Basic realm="tokenward admin"')]
         except Exception:
             log.exception("admin request %s %s failed", scope["method"], scope["path"])
             status, body = 500, envelope(Reason.internal_error, "internal error")
-        await send_json(send, status, body, request_id)
+        if headers is None:
+            await send_json(send, status, body, request_id)
+        else:
+            await send_bytes(send, status, [*headers, (b"x-request-id", request_id)], body)
 
     def _authorize(self, scope: dict) -> None:
         presented = None
@@ -122,13 +138,15 @@ class AdminApi:
                 scheme, _, token = value.partition(b" ")
                 if scheme.lower() == b"bearer":
                     presented = token.strip()
+                elif scheme.lower() == b"basic":   # a browser: any user name, the token as password
+                    presented = _basic_password(token.strip())
                 break
         if presented is None:
             raise _refusal(Reason.missing_credentials, "admin API needs Authorization: Bearer <admin token>")
         if not hmac.compare_digest(presented, self._token):
             raise _refusal(Reason.invalid_credentials, "invalid admin token")
 
-    async def _route(self, scope: dict, receive) -> tuple[int, bytes]:
+    async def _route(self, scope: dict, receive) -> tuple:
         method = scope["method"]
         parts = scope["path"].rstrip("/").split("/")[2:]  # "", "admin", ...
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
@@ -147,6 +165,11 @@ class AdminApi:
                 return 200, _encode(await self.actions[parts[0]]())
             except Exception as exc:  # refused (a bad new config): the running one keeps serving
                 raise _error(409, f"{parts[0]}_refused", str(exc)) from None
+        route = self.routes.get((method, parts[0] if parts else ""))
+        if route is not None:
+            answer = await route(parts, query, receive)
+            if answer is not None:
+                return answer
         if len(parts) >= 3 and parts[0] == "tenants" and method == "POST":
             action = self.tenant_actions.get("/".join(parts[2:]))
             if action is not None:
@@ -216,6 +239,16 @@ _CHANGES: dict[str, Callable[..., Awaitable[Any]]] = {
     "suspend": KeyService.suspend,
     "reinstate": KeyService.reinstate,
 }
+
+
+def _basic_password(encoded: bytes) -> bytes:
+    import base64
+    import binascii
+
+    try:
+        return base64.b64decode(encoded, validate=True).partition(b":")[2]
+    except (binascii.Error, ValueError):
+        return b""
 
 
 def _key_id(ident: str) -> str:

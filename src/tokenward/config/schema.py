@@ -11,6 +11,9 @@ from typing import Literal, NamedTuple
 
 import msgspec
 
+from .abuse import AbuseConfig, ControlConfig
+from .abuse import ranges as abuse_ranges
+
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     pass
@@ -314,6 +317,9 @@ class Config(_Strict):
     # upstream or model name -> its service-wide capacity (budget admission)
     capacity: dict[str, CapacityConfig] = msgspec.field(default_factory=dict)
     jwt: JwtConfig = JwtConfig()
+    # abuse signals and graduated actions (config/abuse.py); None: no signals
+    abuse: AbuseConfig | None = None
+    control: ControlConfig = ControlConfig()
 
 
 
@@ -406,6 +412,8 @@ RANGES: dict[type, dict[str, Bound]] = {
     CacheConfig: {"ttl_seconds": _POSITIVE, "max_entries": _POSITIVE, "max_bytes": _POSITIVE,
                   "max_entry_bytes": _POSITIVE, "timeout_ms": _POSITIVE},
 }
+
+RANGES.update(abuse_ranges(Bound))  # type: ignore[arg-type]
 
 DEFAULT_ROUTES: tuple[RouteConfig, ...] = (
     RouteConfig(path="/v1/chat/completions"),

@@ -29,11 +29,11 @@ def _client(url: str):
     return aioredis.from_url(url, socket_connect_timeout=2.0, health_check_interval=5)
 
 
-async def publish_change(url: str, key_id: str) -> int:
+async def publish_change(url: str, key_id: str, channel: str = CHANNEL) -> int:
     """One-off announcement (the CLI); returns how many gateway processes heard it."""
     client = _client(url)
     try:
-        return int(await client.publish(CHANNEL, key_id))
+        return int(await client.publish(channel, key_id))
     finally:
         await client.aclose()
 
@@ -41,8 +41,10 @@ async def publish_change(url: str, key_id: str) -> int:
 class RedisInvalidation:
     """Subscribes for changes (``on_change(key_id)``) and publishes this process's own."""
 
-    def __init__(self, url: str, on_change: Callable[[str], None], on_live: Callable[[bool], None]) -> None:
+    def __init__(self, url: str, on_change: Callable[[str], None], on_live: Callable[[bool], None],
+                 channel: str = CHANNEL) -> None:
         self._url = url
+        self._channel = channel   # another channel: the same machinery for other changes (control/)
         self._on_change = on_change
         self._on_live = on_live
         self._client = _client(url)
@@ -51,17 +53,18 @@ class RedisInvalidation:
         self.live = False
 
     async def start(self, wait_s: float = 2.0) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="tokenward-key-invalidation")
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"tokenward-{self._channel}")
         try:
             await asyncio.wait_for(self._subscribed.wait(), wait_s)
         except asyncio.TimeoutError:
             log.warning("key invalidation channel not reachable yet; key cache TTL capped at 1 s")
 
-    async def publish(self, key_id: str) -> None:
+    async def publish(self, key_id: str) -> int:
         try:
-            await self._client.publish(CHANNEL, key_id)
+            return int(await self._client.publish(self._channel, key_id))
         except Exception as exc:
             log.warning("could not announce a key change over Redis: %s", exc)
+            return 0
 
     def _set_live(self, live: bool) -> None:
         if live != self.live:
@@ -74,7 +77,7 @@ class RedisInvalidation:
         while True:
             pubsub = self._client.pubsub(ignore_subscribe_messages=True)
             try:
-                await pubsub.subscribe(CHANNEL)
+                await pubsub.subscribe(self._channel)
                 self._set_live(True)
                 self._subscribed.set()
                 backoff, reported = 0.05, False

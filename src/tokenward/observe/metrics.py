@@ -146,6 +146,11 @@ _REGISTRY = CollectorRegistry(auto_describe=False)
 _REGISTRY.register(METRICS)
 
 
+def register(collector) -> None:
+    """Another part's collector, scraped with these (control/metrics.py); once per process."""
+    _REGISTRY.register(collector)
+
+
 async def send_metrics(send) -> None:
     body = generate_latest(_REGISTRY)
     await send({"type": "http.response.start", "status": 200,

@@ -10,6 +10,7 @@ STAGE_ORDER: tuple[str, ...] = (
     "edge",
     "identity",
     "entitlement",
+    "control",          # enforcement actions and operator controls, where identity/entitlement decide
     "validation",
     "work",
     "admission",
@@ -26,6 +27,7 @@ STAGE_FACTORIES: dict[str, str] = {
     "admission": "tokenward.stages.s60_admit:build",
     "identity": "tokenward.stages.s20_identity:build",
     "entitlement": "tokenward.stages.s30_entitlement:build",
+    "control": "tokenward.stages.s35_control:build",
     "screening": "tokenward.stages.s70_screen:build",
     "transform": "tokenward.stages.s80_transform:build",
     "cache": "tokenward.stages.s85_cache:build",

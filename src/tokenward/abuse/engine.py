@@ -1,0 +1,184 @@
+"""The abuse engine: every ``batch_s``, the decisions observed since the last batch go to
+the shared store in one round trip, come back as each subject's signals against its own
+history, and the policy's proposals become actions (control/service.py), each audited.
+
+Everything here runs in one background task, never on a request's path; a failing store
+loses that batch's observations (counted), never a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from ..config.schema import Config
+from ..control.metrics import ENFORCEMENT
+from ..control.model import Control
+from .batch import aggregate
+from .network import NetworkHasher, client_address
+from .observe import Observation, Observer
+from .policy import Proposal, propose
+from .signals import params_of, signals
+from .store import SEP, BandCall, SubjectCall, new_secret
+
+log = logging.getLogger("tokenward.abuse")
+CLAIM_MS = 10_000   # a replica's claim on acting on a subject: the others' views catch up meanwhile
+
+
+def _params(proposal: Proposal) -> dict | None:
+    rule = proposal.rule
+    if rule.action == "reduce_concurrency":
+        return {"concurrency": rule.concurrency}
+    if rule.action == "restrict":
+        return {"max_output_tokens": rule.max_output_tokens, "no_tools": rule.no_tools}
+    return None
+
+
+class AbuseEngine:
+    def __init__(self, config: Config, store: Any, ops: Any, runtime: Any, clock: Callable[[], float] = time.time
+                 ) -> None:
+        self.cfg = config.abuse
+        assert self.cfg is not None
+        self.hash_env = self.cfg.hash_key_env or config.logging.hash_key_env
+        self.params = params_of(self.cfg)
+        self.observer = Observer(clock, self.cfg.max_buffer, self.cfg.network_header)
+        self.store = store
+        self.ops = ops
+        self.runtime = runtime
+        self._clock = clock
+        self._network: NetworkHasher | None = None
+        self._sketcher: Any = None
+        self._task: asyncio.Task | None = None
+        self._last_sweep = 0.0
+        self._lock = asyncio.Lock()
+
+    async def start(self) -> None:
+        secret_text = os.environ.get(self.hash_env, "")
+        if secret_text:
+            secret = secret_text.encode()
+        else:
+            log.warning("%s is not set: the abuse signals' hash secret is generated and kept in the store",
+                        self.hash_env)
+            secret = await self.store.shared_secret(new_secret())
+        self._network = NetworkHasher(secret)
+        if self.cfg.campaign.enabled:
+            from .sketch import Sketcher
+
+            self._sketcher = Sketcher(secret, self.cfg.campaign)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="tokenward-abuse-batches")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.batch_s)
+            try:
+                await self.flush()
+                now = self._clock()
+                if now - self._last_sweep >= self.cfg.sweep_s:
+                    self._last_sweep = now
+                    await self.store.sweep(int(now), self.params)
+            except Exception as exc:
+                ENFORCEMENT.store_errors += 1
+                log.warning("an abuse signal batch failed: %s", exc)
+
+    def _source(self, source: object) -> str | None:
+        if source.__class__ is tuple:
+            return self._network.of(source[0])   # type: ignore[union-attr,index]
+        return self._network.of(client_address(source))   # type: ignore[arg-type,union-attr]
+
+    async def flush(self) -> list[Control]:
+        """Send what was observed since the last batch; the actions it led to."""
+        async with self._lock:
+            observations, self.observer.buffer = self.observer.buffer, []
+            if not observations:
+                return []
+            started = time.perf_counter()
+            try:
+                return await self._batch(observations)
+            finally:
+                ENFORCEMENT.batches += 1
+                ENFORCEMENT.observations += len(observations)
+                ENFORCEMENT.batch_seconds += time.perf_counter() - started
+
+    async def _batch(self, observations: list[Observation]) -> list[Control]:
+        now = int(max(o.at for o in observations))
+        keys, tenants = aggregate(observations, self._source)
+        calls = [SubjectCall("k:" + k, acc.batch()) for k, acc in keys.items()]
+        calls += [SubjectCall("t:" + t, acc.batch()) for t, acc in tenants.items()]
+        raws = await self.store.observe(calls, now, self.params)
+        campaign = await self._campaign(keys, now)
+        by_tenant: dict[str, tuple[int, int]] = {}
+        for key_id, found in campaign.items():
+            tenant = keys[key_id].tenant
+            best = by_tenant.get(tenant, (0, 0))
+            by_tenant[tenant] = (max(best[0], found[0]), max(best[1], found[1]))
+        proposals: list[Proposal] = []
+        for call, raw in zip(calls, raws):
+            kind, _, name = call.subject.partition(":")
+            if kind == "k":
+                tenant = keys[name].tenant
+                found = signals(raw, self.cfg, campaign.get(name, (0, 0)))
+                proposals += propose(self.cfg, "key", tenant, name, found)
+            else:
+                found = signals(raw, self.cfg, by_tenant.get(name, (0, 0)))
+                proposals += propose(self.cfg, "tenant", name, None, found)
+        return await self._act(proposals, now)
+
+    async def _campaign(self, keys: dict, now: int) -> dict[str, tuple[int, int]]:
+        """key id -> (distinct keys, distinct tenants) of the largest campaign its prompt is in."""
+        sketcher = self._sketcher
+        if sketcher is None:
+            return {}
+        from ..screening.texts import caller_texts
+
+        calls: list[BandCall] = []
+        owners: list[str] = []
+        budget = self.cfg.campaign.max_prompts_per_batch
+        for key_id, acc in keys.items():
+            if budget <= 0:
+                break
+            if acc.prompt is None:
+                continue
+            budget -= 1
+            bands = sketcher.bands_of(caller_texts(acc.prompt)[0])
+            for band in bands or ():
+                calls.append(BandCall(band, f"{acc.tenant}{SEP}{key_id}"))
+                owners.append(key_id)
+        cfg = self.cfg.campaign
+        found: dict[str, tuple[int, int]] = {}
+        for owner, (n_keys, n_tenants) in zip(owners, await self.store.campaign(calls, now, int(cfg.window_s),
+                                                                               cfg.max_members)):
+            best = found.get(owner, (0, 0))
+            found[owner] = (max(best[0], n_keys), max(best[1], n_tenants))
+        return found
+
+    async def _act(self, proposals: list[Proposal], now: int) -> list[Control]:
+        taken: list[Control] = []
+        for proposal in proposals:
+            rule, tenant, key_id = proposal.rule, proposal.tenant, proposal.key_id
+            view = self.runtime.view
+            if view.exempt(tenant, key_id, self._clock()):
+                ENFORCEMENT.exempted[rule.name] += 1
+                continue
+            if view.strongest(tenant, key_id, self._clock(), proposal.shadow) >= proposal.severity:
+                continue
+            claim = f"{tenant}{SEP}{key_id or ''}{SEP}{rule.action}{SEP}{int(proposal.shadow)}"
+            if not await self.store.claim(claim, int(self._clock() * 1000), CLAIM_MS):
+                continue   # another replica is acting on it right now
+            reason = f"{'shadow: would ' if proposal.shadow else ''}{rule.action}: rule {rule.name}"
+            control = await self.ops.act(rule.action, tenant, key_id, rule.duration_s, reason, rule=rule.name,
+                                         signals=proposal.signals, params=_params(proposal), shadow=proposal.shadow)
+            ENFORCEMENT.actions[(rule.action, rule.name, "key" if key_id else "tenant",
+                                 "true" if proposal.shadow else "false", "true")] += 1
+            log.info("abuse action %s on %s (rule %s%s)", rule.action, control.scope, rule.name,
+                     ", shadow" if proposal.shadow else "")
+            taken.append(control)
+        return taken

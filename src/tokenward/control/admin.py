@@ -1,0 +1,140 @@
+"""Operator controls over the admin API (the same operations as ``tokenward tenants`` and
+``tokenward abuse``), each audited:
+
+    POST /admin/tenants/{T}/pause            {capability, for, reason, reviewer?}
+    POST /admin/tenants/{T}/resume           {capability, reason, reviewer?}
+    POST /admin/tenants/{T}/cancel-streams   {reason, reviewer?}
+         -> {"control", "cancelled_here", "replicas_notified"}
+    GET  /admin/controls[?tenant=T][&history=1]   the controls in force (or the latest 200)
+    POST /admin/abuse/actions                {action, key_id | tenant, for?, reason, reviewer?,
+                                              concurrency?, max_output_tokens?}
+    POST /admin/abuse/reinstate              {key_id | tenant, reason, reviewer?, appeal?}
+    POST /admin/abuse/exemptions             {key_id | tenant, for, reason, reviewer?}
+    POST /admin/abuse/unexempt               {key_id | tenant, reason, reviewer?}
+    GET  /admin/status, /admin/status.json   the status page (status.py)
+
+``key_id`` is a key id or a whole key; ``appeal`` is ``none``, ``upheld`` or ``overturned``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..admin.api import _duration, _error, _read_json, _refusal, _text
+from ..errors import Reason
+from ..keys import format as keyformat
+from .metrics import ENFORCEMENT
+from .model import ControlError
+
+_encode = msgspec.json.encode
+
+
+class ControlAdmin:
+    def __init__(self, services) -> None:
+        self.services = services
+        self.ops = services.extras["control_ops"]
+        self.runtime = services.extras["control"]
+
+    async def _call(self, operation, *args, **kwargs) -> Any:
+        try:
+            return await operation(*args, **kwargs)
+        except ControlError as exc:
+            raise _refusal(Reason.invalid_field, str(exc), exc.param) from None
+        except Exception as exc:   # the key store is down: say so, not a 500
+            raise _error(503, "action_unavailable", f"the action could not be done now: {exc}") from None
+
+    def _now(self) -> float:
+        return self.runtime.now()
+
+    async def tenants(self, parts: list[str], query: dict, receive) -> tuple | None:
+        if len(parts) != 3 or parts[2] not in ("pause", "resume", "cancel-streams"):
+            return None   # another part's tenant action (cache/purge)
+        tenant, action = parts[1], parts[2]
+        if tenant not in self.services.config.tenants:
+            raise _error(404, "tenant_not_found", f"no tenant {tenant!r} in the config", "tenant")
+        body = await _read_json(receive)
+        reason = _text(body, "reason", required=True)
+        reviewer = _text(body, "reviewer") or "admin-api"
+        ENFORCEMENT.controls[(action, tenant)] += 1
+        now = self._now()
+        if action == "pause":
+            control = await self._call(self.ops.pause, tenant, _text(body, "capability", required=True),
+                                       _duration(body, "for", required=True), reason, reviewer)
+            return 200, _encode({"tenant": tenant, "control": control.public(now)})
+        if action == "resume":
+            cleared = await self._call(self.ops.resume, tenant, _text(body, "capability", required=True), reason,
+                                       reviewer)
+            return 200, _encode({"tenant": tenant, "cleared": [c.public(now) for c in cleared]})
+        before = self.runtime.cancelled
+        control = await self._call(self.ops.cancel_streams, tenant, reason, reviewer)
+        return 200, _encode({"tenant": tenant, "control": control.public(now),
+                             "cancelled_here": self.runtime.cancelled - before,
+                             "replicas_notified": self.ops.heard})
+
+    async def controls(self, parts: list[str], query: dict, receive) -> tuple | None:
+        if parts != ["controls"]:
+            return None
+        tenant = query.get("tenant")
+        now = self._now()
+        if query.get("history"):
+            rows = await self._call(self.runtime.repo.history, tenant)
+        else:
+            rows = [c for c in self.runtime.view.controls if tenant is None or c.tenant == tenant]
+        return 200, _encode({"object": "list", "data": [c.public(now) for c in rows]})
+
+    async def _subject(self, body: dict) -> tuple[str, str | None]:
+        """(tenant, key id or None) named by a body: a key (its tenant from the key store,
+        or given) or a tenant as a whole."""
+        ident = _text(body, "key_id")
+        tenant = _text(body, "tenant")
+        if ident is None:
+            if tenant is None:
+                raise _refusal(Reason.invalid_field, "name a key_id or a tenant", "key_id")
+            return tenant, None
+        key_id = ident if ident.startswith("jwt:") else keyformat.key_id_of(ident)
+        if key_id is None:
+            raise _refusal(Reason.invalid_field, "not a key id or a key", "key_id")
+        if tenant is None:
+            record = await self._call(self.services.extras["keys"].get, key_id)
+            if record is None:
+                raise _error(404, "key_not_found", f"no key with id {key_id}", "key_id")
+            tenant = record.tenant
+        return tenant, key_id
+
+    async def abuse(self, parts: list[str], query: dict, receive) -> tuple | None:
+        if len(parts) != 2 or parts[1] not in ("actions", "reinstate", "exemptions", "unexempt"):
+            return None
+        body = await _read_json(receive)
+        tenant, key_id = await self._subject(body)
+        reason = _text(body, "reason", required=True)
+        reviewer = _text(body, "reviewer") or "admin-api"
+        now = self._now()
+        if parts[1] == "reinstate":
+            cleared = await self._call(self.ops.reinstate, tenant, key_id, reason, reviewer, body.get("appeal"))
+            return 200, _encode({"cleared": [c.public(now) for c in cleared]})
+        if parts[1] == "unexempt":
+            cleared = await self._call(self.ops.unexempt, tenant, key_id, reason, reviewer)
+            return 200, _encode({"cleared": [c.public(now) for c in cleared]})
+        if parts[1] == "exemptions":
+            control = await self._call(self.ops.exempt, tenant, key_id, _duration(body, "for", required=True),
+                                       reason, reviewer)
+            return 201, _encode({"control": control.public(now)})
+        action = _text(body, "action", required=True)
+        params = {name: body[name] for name in ("concurrency", "max_output_tokens", "no_tools") if name in body}
+        control = await self._call(self.ops.act, action, tenant, key_id, _duration(body, "for", required=False),
+                                   reason, by=reviewer, params=params or None)
+        return 201, _encode({"control": control.public(now)})
+
+
+def mount(admin, services) -> None:
+    from .status import StatusPage
+
+    handlers = ControlAdmin(services)
+    page = StatusPage(services)
+    admin.routes[("POST", "tenants")] = handlers.tenants
+    admin.routes[("GET", "controls")] = handlers.controls
+    admin.routes[("POST", "abuse")] = handlers.abuse
+    admin.routes[("GET", "status")] = page.html
+    admin.routes[("GET", "status.json")] = page.json

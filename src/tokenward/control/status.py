@@ -1,0 +1,167 @@
+"""The operator's status page: per tenant, the budgets against their limits, open streams,
+refusals by reason over the last minutes, the controls in force, screening outcomes and
+the cache's hit rate. ``GET /admin/status`` is the page (status_html.py renders it on the
+server; its small script re-fetches the tenants' part every two seconds, so it updates
+without a reload), ``GET /admin/status.json`` the same numbers for scripts.
+
+What every replica shares (the budget store, the controls, the abuse signals' per-minute
+counts) is shown for the whole service; the rest (screening, cache, refusals when no abuse
+signals run) is this replica's own, and says so. Nothing here is a key, a prompt or an
+address: tenants, key ids, reasons and counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from typing import Any
+
+import msgspec
+
+from ..budget import policy
+from ..budget.limits import Budgets
+from ..config.loader import effective_plan
+from ..observe.metrics import METRICS
+from .status_html import page, tenants_fragment
+
+_encode = msgspec.json.encode
+SNAPSHOT_S = 10.0
+
+
+class StatusPage:
+    def __init__(self, services) -> None:
+        self.services = services
+        self.config = services.config
+        self.runtime = services.extras["control"]
+        self._plans = {t: effective_plan(self.config, t) for t in self.config.tenants}
+        self._budgets = Budgets(self.config)   # our own: never the admitter's cache of the hot path
+        # (monotonic time, {(tenant, reason): refusals so far}) of this replica, for "the last minutes"
+        self._snapshots: list[tuple[float, dict[tuple[str, str], int]]] = []
+        self._cached: tuple[float, dict] | None = None
+        self._lock = asyncio.Lock()
+
+    # -- data ------------------------------------------------------------------------------
+    async def data(self) -> dict:
+        """The page's numbers, computed at most once a second however many viewers poll."""
+        async with self._lock:
+            cached = self._cached
+            if cached is not None and time.monotonic() - cached[0] < 1.0:
+                return cached[1]
+            now = self.runtime.now()
+            window = self.config.control.status_window_s
+            events = await self._events(now, window)
+            local = self._local_refusals(window)
+            tenants = {}
+            for tenant in sorted(self.config.tenants):
+                tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}))
+            body = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(),
+                    "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
+            self._cached = (time.monotonic(), body)
+            return body
+
+    async def _tenant(self, tenant: str, now: float, shared: dict | None, local: dict) -> dict:
+        open_here, streaming_here = self.runtime.open.counts(tenant)
+        refusals = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("r:")} if shared is not None else local
+        screening = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("s:")}
+        controls = [c.public(now) for c in self.runtime.view.controls if c.tenant == tenant and c.active_at(now)]
+        return {"budget": await self._budget(tenant, now), "open_here": open_here, "streaming_here": streaming_here,
+                "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])),
+                "refusals_scope": "all replicas" if shared is not None else "this replica",
+                "screening": screening, "controls": controls, "cache": _cache(tenant)}
+
+    async def _budget(self, tenant: str, now: float) -> list[dict]:
+        admitter = self.services.extras.get("budget")
+        if admitter is None:
+            return []
+        now_ms = int(now * 1000)
+        budget = self._budgets.tenant(tenant, self._plans[tenant], None, now_ms)
+        rows = []
+        try:
+            for name, check in zip(budget.names, budget.layout.checks):
+                rows.append(_row(name, check, await admitter.shared.store.value(check.key), now_ms))
+        except Exception as exc:   # the store is down: the page says so rather than failing
+            return [{"limit": "store", "error": str(exc)}]
+        return rows
+
+    async def _events(self, now: float, window: float) -> dict[str, dict[str, int]]:
+        if self.services.extras.get("abuse") is None:
+            return {}
+        store = self.services.extras["signal_store"]
+        try:
+            return await store.events(sorted(self.config.tenants), int(now), int(window))
+        except Exception:
+            return {}
+
+    def _local_refusals(self, window: float) -> dict[str, dict[str, int]]:
+        totals: dict[tuple[str, str], int] = {}
+        for (route, stage, reason, tenant), count in list(METRICS.decisions.items()):
+            if reason != "ok" and tenant:
+                totals[(tenant, reason)] = totals.get((tenant, reason), 0) + count
+        at = time.monotonic()
+        snaps = self._snapshots
+        if not snaps or at - snaps[-1][0] >= SNAPSHOT_S:
+            snaps.append((at, totals))
+        while len(snaps) > 1 and snaps[1][0] <= at - window:
+            snaps.pop(0)
+        base = snaps[0][1] if snaps[0][0] <= at - window else {}
+        out: dict[str, dict[str, int]] = {}
+        for (tenant, reason), count in totals.items():
+            delta = count - base.get((tenant, reason), 0)
+            if delta > 0:
+                out.setdefault(tenant, {})[reason] = delta
+        return out
+
+    # -- routes ----------------------------------------------------------------------------
+    async def html(self, parts: list[str], query: dict, receive) -> tuple | None:
+        if parts != ["status"]:
+            return None
+        data = await self.data()
+        nonce = os.urandom(12).hex()
+        if query.get("fragment"):
+            body = tenants_fragment(data)
+        else:
+            body = page(data, nonce)
+        headers = [(b"content-type", b"text/html; charset=utf-8"), (b"cache-control", b"no-store"),
+                   (b"x-frame-options", b"DENY"),
+                   (b"content-security-policy",
+                    f"default-src 'self'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'".encode())]
+        return 200, body.encode(), headers
+
+    async def json(self, parts: list[str], query: dict, receive) -> tuple | None:
+        if parts != ["status.json"]:
+            return None
+        return 200, _encode(await self.data())
+
+
+def _row(name: str, check, value: object, now_ms: int) -> dict:
+    row: dict[str, Any] = {"limit": name, "enforced": bool(check.enforce)}
+    if check.kind in (policy.BUCKET, policy.SOFT):
+        level = policy.refill(value, check.p1, check.p2, now_ms)[0]  # type: ignore[arg-type]
+        capacity = check.p1 // policy.SCALE
+        row.update(kind="rate", used=capacity - level // policy.SCALE, limit_value=capacity, unit=_unit(check))
+    elif check.kind == policy.GAUGE:
+        row.update(kind="held", used=int(value or 0), limit_value=check.p1, unit=_unit(check))
+    else:
+        row.update(kind="spend", used=int(value or 0) / 1e6, limit_value=check.p1 / 1e6, unit="USD")
+    return row
+
+
+def _unit(check) -> str:
+    return {policy.TOKENS: "tokens", policy.COST: "micro-USD", policy.REQUEST: "requests",
+            policy.SLOT: "open requests"}.get(check.unit, "")
+
+
+def _cache(tenant: str) -> dict:
+    hits = METRICS.cache.get((tenant, "hit"), 0)
+    misses = METRICS.cache.get((tenant, "miss"), 0)
+    looked = hits + misses
+    return {"hits": hits, "misses": misses, "hit_rate": round(hits / looked, 3) if looked else None}
+
+
+def _screening() -> dict[str, int]:
+    out: dict[str, int] = {}
+    for (kind, detector, outcome, shadow), count in list(METRICS.screening.items()):
+        name = f"{kind}:{outcome}" + (" (shadow)" if shadow == "true" else "")
+        out[name] = out.get(name, 0) + count
+    return out
