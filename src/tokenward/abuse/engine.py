@@ -37,6 +37,22 @@ def _params(proposal: Proposal) -> dict | None:
     return None
 
 
+def near_duplicates(owners: list[str], bands: list) -> dict[str, tuple[int, int]]:
+    """key id -> (distinct keys, distinct tenants) that sent a prompt sharing any band with
+    its own: the union of its bands' members (a band's own count where it lists fewer)."""
+    members: dict[str, set[str]] = {}
+    largest: dict[str, tuple[int, int]] = {}
+    for owner, band in zip(owners, bands):
+        members.setdefault(owner, set()).update(band.members)
+        best = largest.get(owner, (0, 0))
+        largest[owner] = (max(best[0], band.keys), max(best[1], band.tenants))
+    out = {}
+    for owner, seen in members.items():
+        tenants = {m.split(SEP, 1)[0] for m in seen}
+        out[owner] = (max(len(seen), largest[owner][0]), max(len(tenants), largest[owner][1]))
+    return out
+
+
 class AbuseEngine:
     def __init__(self, config: Config, store: Any, ops: Any, runtime: Any, clock: Callable[[], float] = time.time
                  ) -> None:
@@ -153,12 +169,8 @@ class AbuseEngine:
                 calls.append(BandCall(band, f"{acc.tenant}{SEP}{key_id}"))
                 owners.append(key_id)
         cfg = self.cfg.campaign
-        found: dict[str, tuple[int, int]] = {}
-        for owner, (n_keys, n_tenants) in zip(owners, await self.store.campaign(calls, now, int(cfg.window_s),
-                                                                               cfg.max_members)):
-            best = found.get(owner, (0, 0))
-            found[owner] = (max(best[0], n_keys), max(best[1], n_tenants))
-        return found
+        bands = await self.store.campaign(calls, now, int(cfg.window_s), cfg.max_members)
+        return near_duplicates(owners, bands)
 
     async def _act(self, proposals: list[Proposal], now: int) -> list[Control]:
         taken: list[Control] = []

@@ -51,7 +51,8 @@ class Observer:
         if request is not None:
             entitlement = ctx.entitlement
             plan = entitlement.plan if entitlement is not None else principal.plan
-            at_max = request.max_output_tokens >= plan.max_output_tokens > 0
+            # at (or within a tenth of) the plan's maximum: what a caller asks who takes all it can
+            at_max = request.max_output_tokens * 10 >= plan.max_output_tokens * 9 > 0
         usage = ctx.usage
         output = usage.completion_tokens if ctx.upstream_status is not None else None
         header = self._header

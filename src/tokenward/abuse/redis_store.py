@@ -16,7 +16,7 @@ from typing import Sequence
 from ..budget.limits import safe
 from ..budget.resp import pack
 from .state import Batch, Params, Raw
-from .store import BandCall, SubjectCall
+from .store import LISTED, Band, BandCall, SubjectCall
 
 
 def _script(name: str) -> bytes:
@@ -60,14 +60,14 @@ class RedisSignalStore:
                 *_pairs(batch.networks), *_pairs(batch.capabilities), *_pairs(batch.events)]
 
     async def campaign(self, calls: Sequence[BandCall], now: int, window_s: int, max_members: int
-                       ) -> list[tuple[int, int]]:
+                       ) -> list[Band]:
         if not calls:
             return []
         items = []
         for band, member in calls:
             key = f"{self.prefix}:a:{{b:{band}}}"
-            items.append((key, pack(b"EVAL", CAMPAIGN, 1, key, now, window_s, max_members, member)))
-        return [(int(r[0]), int(r[1])) for r in await self.store.run_keyed(items)]
+            items.append((key, pack(b"EVAL", CAMPAIGN, 1, key, now, window_s, max_members, member, LISTED)))
+        return [Band(int(r[0]), int(r[1]), tuple(m.decode() for m in r[2:])) for r in await self.store.run_keyed(items)]
 
     async def events(self, tenants: Sequence[str], now: int, window_s: int) -> dict[str, dict[str, int]]:
         if not tenants:

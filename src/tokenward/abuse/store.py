@@ -26,14 +26,23 @@ class BandCall(NamedTuple):
     member: str         # "<tenant>\x1f<key id>"
 
 
+class Band(NamedTuple):
+    keys: int                 # distinct keys in the band's bucket
+    tenants: int              # distinct tenants among them
+    members: tuple[str, ...]  # the most recent LISTED of them
+
+
+LISTED = 64
+
+
 class SignalStore(Protocol):
     name: str
 
     async def observe(self, calls: Sequence[SubjectCall], now: int, p: Params) -> list[Raw]: ...
 
     async def campaign(self, calls: Sequence[BandCall], now: int, window_s: int, max_members: int
-                       ) -> list[tuple[int, int]]:
-        """Per band: (distinct keys, distinct tenants) in it within the window, this one included."""
+                       ) -> list[Band]:
+        """Per band: who is in it within the window, this call's member included."""
 
     async def events(self, tenants: Sequence[str], now: int, window_s: int) -> dict[str, dict[str, int]]:
         """Per tenant: event name -> count over the window (refusals by reason, screening outcomes)."""
@@ -75,7 +84,7 @@ class MemorySignalStore:
         return out
 
     async def campaign(self, calls: Sequence[BandCall], now: int, window_s: int, max_members: int
-                       ) -> list[tuple[int, int]]:
+                       ) -> list[Band]:
         out = []
         self.window_s = window_s
         for band, member in calls:
@@ -85,7 +94,8 @@ class MemorySignalStore:
                 del members[name]
             while len(members) > max_members:
                 del members[min(members, key=lambda m: (members[m], m))]
-            out.append((len(members), len({m.split(SEP, 1)[0] for m in members})))
+            recent = tuple(sorted(members, key=lambda m: (members[m], m), reverse=True)[:LISTED])
+            out.append(Band(len(members), len({m.split(SEP, 1)[0] for m in members}), recent))
         return out
 
     async def events(self, tenants: Sequence[str], now: int, window_s: int) -> dict[str, dict[str, int]]:

@@ -25,7 +25,7 @@ import msgspec
 # Each signal a rule may name, as the abuse engine computes it per key (and per tenant).
 SIGNALS: dict[str, str] = {
     "output_ratio": "output tokens this hour / the subject's trailing peak-hour baseline",
-    "max_output_share": "share of this hour's requests that asked for the plan's maximum output",
+    "max_output_share": "share of this hour's requests that asked for (nearly: 90%+) the plan's maximum output",
     "new_network": "requests this hour from a network prefix first seen within novelty_s",
     "new_capability": "requests this hour using a model or capability first seen within novelty_s",
     "refusals": "refused requests (429s, content_blocked, ...) within refusal_window_s",
