@@ -3,6 +3,7 @@
 #   - Debian packages: redis-server and redis-tools (budget store tests, on one server and on a
 #     three-node cluster), postgresql (keystore tests)
 #   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, gguf, ...)
+#     and the lab extra (matplotlib: the budget lab's plots, tests/lab)
 #   - llama-cpp-python[server], the real inference server of tests/e2e/test_llama_cpp.py:
 #     built once into a cached wheel outside the checkout (scripts/llama-wheel.sh; about
 #     3-4 minutes on two cores the first time, seconds after)
@@ -22,6 +23,6 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,lab]"   # lab: matplotlib, for tests/lab
 PYTHON=python3 ./scripts/llama-wheel.sh
 exec python3 -m pytest -q "$@"

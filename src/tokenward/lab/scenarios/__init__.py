@@ -1,0 +1,1 @@
+"""One module per scenario, each with ``async def run(seed, tick) -> Result``."""
