@@ -20,6 +20,7 @@ from ..budget.store import JobCreate, JobRecord, StoreUnavailable
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY
+from ..observe.work import WORK
 from . import terms
 from .runs import JobRuns
 from .terms import JobBudgets, JobMeta, JobRequest
@@ -112,6 +113,7 @@ class JobBook:
         status, retry_ms = await self._call(self.admitter.shared.store.create_job, call)
         if status == job_policy.CREATED:
             self._remember(call.namespace, meta)
+            WORK.job_event(tenant, "created")
             return meta
         return await self._creation_refused(tenant, plan, p, body, status, retry_ms)
 
@@ -166,7 +168,9 @@ class JobBook:
         closing = [(m.id, m.budget, at.get(m.parent, -1) if m.parent is not None else -1) for m in subtree]
         if job.meta.parent is not None:
             closing.append((job.meta.parent, -1, -1))
-        await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant), closing, CANCELLED)
+        changed = await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant), closing, CANCELLED)
+        for _ in range(changed):
+            WORK.job_event(tenant, "cancelled")
         self.runs.stop(self.namespace(tenant), {m.id for m in subtree}, Reason.job_cancelled)
         return await self.view(tenant, job_id)
 
@@ -193,9 +197,9 @@ class JobBook:
             return not_found(meta.id)
         if own.state == CANCELLED or now_ms >= own.deadline_ms or any(job_policy.usable(a, now_ms) for a in ancestors):
             return _closed(meta, own, ancestors, now_ms, "requests", headers)
-        if own.state != EXHAUSTED:
-            await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant),
-                             [(meta.id, meta.budget, -1)], EXHAUSTED)
+        if own.state != EXHAUSTED and await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant),
+                                                       [(meta.id, meta.budget, -1)], EXHAUSTED):
+            WORK.job_event(tenant, "exhausted")
         why = (f"its {meta.max_attempts} attempts are used" if meta.max_attempts and own.attempts >= meta.max_attempts
                else f"this request needs {needed} tokens and {max(meta.budget - own.used, 0)} are left")
         return Refusal(Reason.job_budget_exhausted, f"job {meta.id} is exhausted: {why}; {_progress(meta, own)}",

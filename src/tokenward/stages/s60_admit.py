@@ -33,6 +33,7 @@ from ..config.schema import Config, PlanConfig
 from ..errors import ConfigError, Reason, Refusal
 from ..http.responses import NO_RETRY
 from ..jobs.book import JobBook
+from ..observe.work import WORK
 from ..pipeline.results import Reservation
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
@@ -111,6 +112,7 @@ class AdmissionStage(BaseStage):
         ticket = decision.ticket
         if ticket is None:
             record["refused_by"] = decision.limit or "store"
+            WORK.refused(principal.tenant, estimate.tokens, decision.terminal, decision.retry_after, job is not None)
             if decision.limit in JOB_LIMITS:
                 return await self.jobs.refused(principal.tenant, job, estimate.tokens, decision.headers)
             return _refusal(decision, estimate)
@@ -119,6 +121,7 @@ class AdmissionStage(BaseStage):
         if job is not None:
             record["job"] = job.meta.id
             ctx.job = self.jobs.runs.add(ctx, principal.tenant, job, ticket.reservation_id)
+            WORK.job_request(principal.tenant, "admitted")
         if decision.headers:
             ctx.response_headers.extend(decision.headers)
         return None
@@ -161,19 +164,19 @@ class AdmissionStage(BaseStage):
         return (model if isinstance(model, str) else None), limit, _int(n)
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
-        self._settle(ctx, usage, backend_saw_it=True)
+        self._settle(ctx, usage, backend_saw_it=True, completed=(ctx.status or 0) < 400)
 
     async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
         usage = exit.usage if exit.usage is not None else ctx.usage
         saw_it = exit.kind is not ExitKind.REJECTED and (ctx.upstream_status is not None or ctx.deciding_stage == "forward")
         self._settle(ctx, usage, backend_saw_it=saw_it)
 
-    def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
+    def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool, completed: bool = False) -> None:
         reservation = ctx.reservation
         if reservation is None:
             return
         if ctx.job is not None:
-            self.jobs.runs.remove(ctx.job)
+            self._job_ended(ctx, usage, backend_saw_it, completed)
         ticket = self.admitter.keeper.open.get(reservation.reservation_id)
         if ticket is None:
             return  # already settled
@@ -196,6 +199,16 @@ class AdmissionStage(BaseStage):
             record["actual"] = tokens if mode == policy.SETTLE else None
             record["refunded"] = max(reservation.tokens - charged, 0)
             record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
+
+
+    def _job_ended(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool, completed: bool) -> None:
+        run = ctx.job
+        self.jobs.runs.remove(run)
+        if ctx.reservation.reservation_id not in self.admitter.keeper.open:
+            return  # settled already
+        used = (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
+        charged = used if usage.known else (ctx.reservation.tokens if backend_saw_it else 0)
+        WORK.job_request(run.tenant, "completed" if completed else "ended", min(charged, ctx.reservation.tokens))
 
 
 def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
