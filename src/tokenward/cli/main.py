@@ -11,6 +11,7 @@ import typer
 from ..config import load_config
 from ..errors import ConfigError
 from .budget import budget_app
+from .controls import abuse_app, tenants_app
 from .keys import keys_app
 from .lab import lab
 
@@ -18,6 +19,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tokenward: an LLM ingress gateway that admits work, not requests.")
 app.add_typer(keys_app, name="keys")
 app.add_typer(budget_app, name="budget")
+app.add_typer(tenants_app, name="tenants")
+app.add_typer(abuse_app, name="abuse")
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(abuse_app, name="abuse")
 app.command("lab")(lab)

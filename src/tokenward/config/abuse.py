@@ -101,6 +101,10 @@ class AbuseConfig(_Strict):
     max_networks: int = 32               # per key and tenant, least recently seen dropped first
     max_capabilities: int = 32
     sweep_s: float = 60.0
+    # after a reinstatement whose appeal overturned the action, the key (or tenant) is
+    # exempt from automatic actions this long (an audited exemption), so the signals of the
+    # same hour do not bring the action straight back; 0: no grace
+    appeal_grace_s: float = 86400.0
     campaign: CampaignConfig = CampaignConfig()
     rules: tuple[AbuseRule, ...] = DEFAULT_RULES
 
@@ -145,6 +149,7 @@ def ranges(bound: type) -> dict[type, dict[str, object]]:
         AbuseConfig: {"batch_s": positive, "max_buffer": one, "retention_days": positive,
                       "baseline_days": one, "min_history_days": nonneg, "min_baseline_tokens": one,
                       "min_requests": one, "novelty_s": positive, "refusal_window_s": bound(60, 600),
-                      "max_networks": one, "max_capabilities": one, "sweep_s": positive},
+                      "max_networks": one, "max_capabilities": one, "sweep_s": positive,
+                      "appeal_grace_s": nonneg},
         ControlConfig: {"refresh_s": positive, "poll_s": positive, "status_window_s": bound(60, 3600)},
     }

@@ -113,7 +113,8 @@ class ControlAdmin:
         now = self._now()
         if parts[1] == "reinstate":
             cleared = await self._call(self.ops.reinstate, tenant, key_id, reason, reviewer, body.get("appeal"))
-            return 200, _encode({"cleared": [c.public(now) for c in cleared]})
+            return 200, _encode({"cleared": [c.public(now) for c in cleared if c.cleared_at is not None],
+                                 "grace": [c.public(now) for c in cleared if c.cleared_at is None]})
         if parts[1] == "unexempt":
             cleared = await self._call(self.ops.unexempt, tenant, key_id, reason, reviewer)
             return 200, _encode({"cleared": [c.public(now) for c in cleared]})

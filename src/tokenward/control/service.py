@@ -48,8 +48,11 @@ def _text(value: str | None, name: str) -> str:
 
 class ControlOps:
     def __init__(self, repo: ControlRepo, announce: Announce, tenants: frozenset[str],
-                 models: frozenset[str] | None = None) -> None:
+                 models: frozenset[str] | None = None, grace_s: float = 0.0) -> None:
         self.repo = repo
+        # after a reinstatement whose appeal overturned the action: no automatic action on
+        # that key (or tenant) for this long, so the same hour's signals cannot bring it back
+        self.grace_s = grace_s
         self._announce = announce
         self.tenants = tenants
         self.models = models
@@ -125,5 +128,9 @@ class ControlOps:
                                         action="abuse:reinstate", appeal=outcome)
         if not cleared:
             raise ControlError("no abuse action is in force there", "key_id" if key_id else "tenant")
+        if outcome == "overturned" and self.grace_s > 0:
+            grace = Control(kind=EXEMPT, tenant=cleared[0].tenant, key_id=key_id, by=_text(by, "reviewer"),
+                            reason=f"grace after an overturned action: {reason.strip()}")
+            cleared.append(await self.repo.add(grace, self.grace_s))
         await self._announce("changed", cleared[0])
         return cleared

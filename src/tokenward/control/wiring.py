@@ -60,7 +60,8 @@ async def open_control(services) -> ControlRuntime:
                              clock)
     await runtime.start()
     services.on_close(runtime.close)
-    ops = ControlOps(repo, runtime.announce, frozenset(config.tenants), frozenset(config.models))
+    ops = ControlOps(repo, runtime.announce, frozenset(config.tenants), frozenset(config.models),
+                     config.abuse.appeal_grace_s if config.abuse is not None else 0.0)
     services.extras["control"] = runtime
     services.extras["control_ops"] = ops
     ENFORCEMENT.runtime = runtime
