@@ -21,8 +21,6 @@ app.add_typer(keys_app, name="keys")
 app.add_typer(budget_app, name="budget")
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(abuse_app, name="abuse")
-app.add_typer(tenants_app, name="tenants")
-app.add_typer(abuse_app, name="abuse")
 app.command("lab")(lab)
 
 
