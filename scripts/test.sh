@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, on a fresh machine: installs what the tests need, then runs them.
 #   - Debian packages: redis-server and redis-tools (budget store tests, on one server and on a
-#     three-node cluster), postgresql (keystore tests)
+#     three-node cluster), postgresql (keystore tests), chromium (the status page, in a browser)
 #   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, gguf, ...)
 #     and the lab extra (matplotlib: the budget lab's plots, tests/lab)
 #   - llama-cpp-python[server], the real inference server of tests/e2e/test_llama_cpp.py:
@@ -16,6 +16,7 @@ missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || missing+=(redis-tools)   # creates the test Redis Cluster
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing+=(postgresql)
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)       # the status page's test (Playwright drives it)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing ${missing[*]}" >&2
   SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"

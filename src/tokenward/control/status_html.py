@@ -10,7 +10,9 @@ _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1f24}
 h1{font-size:1.3em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.2em 0 .4em}
 table{border-collapse:collapse;margin:.3em 0 .8em} td,th{border:1px solid #d0d7de;padding:.2em .6em;text-align:left}
-th{background:#f6f8fa} .tenant{border:1px solid #d0d7de;border-radius:6px;padding:.2em 1em;margin:.8em 0}
+th{background:#f6f8fa} .tenant{border:1px solid #d0d7de;border-radius:6px;padding:.2em 1em}
+#tenants{display:grid;grid-template-columns:repeat(auto-fill,minmax(540px,1fr));gap:1em;align-items:start}
+h3{font-size:1em;margin:.8em 0 .2em} .wide{grid-column:1/-1}
 .muted{color:#57606a} .bad{color:#b42318;font-weight:600} .ok{color:#1a7f37}
 .bar{display:inline-block;height:.7em;background:#0969da;vertical-align:middle}
 """
@@ -50,11 +52,11 @@ def _budget(rows: list[dict]) -> str:
             return f'<p class="bad">budget store unavailable: {escape(row["error"])}</p>'
         limit = row["limit_value"] or 0
         share = min(1.0, row["used"] / limit) if limit else 0.0
-        bar = f'<span class="bar" style="width:{int(share * 120)}px"></span>'
+        bar = f'<span class="bar" style="width:{max(1, int(share * 120))}px"></span>'
         used = f'{row["used"]:,.2f}' if row["kind"] == "spend" else f'{int(row["used"]):,}'
-        out.append([escape(row["limit"]), f"{used} of {limit:,} {escape(row['unit'])}", bar,
-                    "" if row["enforced"] else "shadow"])
-    return _table(["limit", "used / reserved", "", ""], out, "no budget limits")
+        shadow = " (shadow)" if not row["enforced"] else ""
+        out.append([escape(row["limit"]) + shadow, f"{bar} {used} of {limit:,} {escape(row['unit'])}"])
+    return _table(["limit", "used or held now, of the limit"], out, "no budget limits")
 
 
 def _controls(controls: list[dict]) -> str:
@@ -92,8 +94,8 @@ def _tenant(name: str, t: dict, window_s: float) -> str:
 
 def tenants_fragment(data: dict) -> str:
     return "".join(_tenant(name, t, data["window_s"]) for name, t in data["tenants"].items()) + (
-        f'<h2>Screening outcomes (this replica, since start)</h2>'
-        f"{_counts('outcome', data['screening'], 'no screening yet')}")
+        f'<section class="wide"><h2>Screening outcomes (this replica, since start)</h2>'
+        f"{_counts('outcome', data['screening'], 'no screening yet')}</section>")
 
 
 def page(data: dict, nonce: str) -> str:
