@@ -15,12 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY, sse_error_event
+from ..observe.metrics import METRICS
 from ..pipeline.lifecycle import State
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
 CANCELLED = "this tenant's open streams were cancelled by the operator"
+OPEN = METRICS.open_streams   # this replica's open requests per tenant, exported as tokenward_open_streams
 
 
 class OpenRequests:
@@ -35,12 +37,14 @@ class OpenRequests:
         if requests is None:
             requests = self.by_tenant[tenant] = {}
         requests[ctx] = held
+        OPEN[tenant] = len(requests)   # tokenward_open_streams: open requests, as the budget counts them
 
     def remove(self, tenant: str, ctx: RequestContext) -> Any:
         requests = self.by_tenant.get(tenant)
         if requests is None:
             return None
         held = requests.pop(ctx, None)
+        OPEN[tenant] = len(requests)
         if not requests:
             del self.by_tenant[tenant]
         return held

@@ -1,0 +1,1 @@
+from tests.identity.conftest import backend  # noqa: F401
