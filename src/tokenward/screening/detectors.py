@@ -8,40 +8,72 @@ pii/presidio.py). Any of them may be replaced by ``python:module:factory``.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+import math
+from typing import Any, Iterable, Sequence
 
 from .screener import Screener, ScreenResult, Span, Threaded, load
 
 
-class InjectionScreener:
-    """A detector with ``score(texts) -> (score, [(text, start, end, signal)])``."""
+class _PerText:
+    """What a detector found in one text, remembered: a conversation sends its system prompt
+    and its history again every turn, and a built-in detector's findings depend on the text
+    alone. Keyed by (hash, length), never the text (Python's per-process keyed SipHash, as
+    the token counters' cache); short texts are cheap enough to read again."""
 
-    def __init__(self, detector) -> None:
+    MIN_CHARS, ENTRIES = 64, 8192
+
+    def __init__(self, read) -> None:
+        self._read = read
+        self._seen: dict[tuple[int, int], Any] = {}
+
+    def __call__(self, text: str):
+        if len(text) < self.MIN_CHARS:
+            return self._read(text)
+        key = (hash(text), len(text))
+        found = self._seen.get(key)
+        if found is None:
+            found = self._read(text)
+            if len(self._seen) >= self.ENTRIES:
+                del self._seen[next(iter(self._seen))]   # oldest first
+            self._seen[key] = found
+        return found
+
+
+class InjectionScreener:
+    """A detector with ``score(texts) -> (score, [(text, start, end, signal)])`` and ``WEIGHTS``:
+    each text read once (remembered), the score combined over the request's distinct signals
+    as the detector does (``1 - exp(-sum of their weights)``)."""
+
+    def __init__(self, detector, weights: dict[str, tuple[float, str]]) -> None:
         self.detector = detector
         self.name = detector.name
+        self._weights = weights
+        self._signals = _PerText(lambda text: tuple((a, b, n) for _, a, b, n in detector.score([text])[1]))
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        score, signals = self.detector.score(texts)
-        return ScreenResult(score, [Span(*signal) for signal in signals])
+        spans = [Span(i, a, b, name) for i, text in enumerate(texts) if text for a, b, name in self._signals(text)]
+        z = sum(self._weights[name][0] for name in {span.label for span in spans})
+        return ScreenResult(round(1.0 - math.exp(-z), 4) if z > 0 else 0.0, spans)
 
 
 class PiiScreener:
     """A detector with ``find(text) -> [(start, end, ENTITY)]``: score 1 when anything is found."""
 
-    def __init__(self, detector) -> None:
+    def __init__(self, detector, remember: bool = True) -> None:
         self.detector = detector
         self.name = detector.name
+        self._find = _PerText(lambda text: tuple(detector.find(text))) if remember else detector.find
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        find = self.detector.find
+        find = self._find
         spans = [Span(i, start, end, label) for i, text in enumerate(texts) for start, end, label in find(text)]
         return ScreenResult(1.0 if spans else 0.0, spans)
 
 
 def _heuristic() -> Screener:
-    from .injection import HeuristicInjection
+    from .injection import WEIGHTS, HeuristicInjection
 
-    return InjectionScreener(HeuristicInjection())
+    return InjectionScreener(HeuristicInjection(), WEIGHTS)
 
 
 def _classifier() -> Screener:
