@@ -56,13 +56,20 @@ def connection_cap(config: Config, open_files: int) -> int:
     return max(open_files - pools - _RESERVED_FDS, 16)
 
 
-def bind_socket(host: str, port: int) -> socket.socket:
+def bind_socket(host: str, port: int, reuse_port: bool = False, listen: bool = True) -> socket.socket:
+    """A bound TCP socket. ``reuse_port``: one of a group of sockets on one port, each its
+    own worker's (SO_REUSEPORT: the kernel spreads new connections over the group's
+    listening sockets, where one socket shared by several processes wakes them all and
+    lets one take more than its share)."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
-        sock.listen(2048)
+        if listen:
+            sock.listen(2048)
     except BaseException:
         sock.close()
         raise
@@ -92,9 +99,12 @@ def _why(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def _listen(host: str, port: int, workers: int = 1) -> socket.socket:
+    """The listening socket of one worker; with several, the port's reservation: bound in the
+    SO_REUSEPORT group but not listening (a listening socket nobody accepts on would get a
+    share of the connections), while each worker binds and listens on its own."""
     try:
-        return bind_socket(host, port)
+        return bind_socket(host, port, reuse_port=workers > 1, listen=workers <= 1)
     except (OSError, OverflowError) as exc:
         why = getattr(exc, "strerror", None) or _why(exc)
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -271,7 +281,7 @@ def serve(config: Config, host: str, port: int, workers: int, config_path: Path 
 
 def _serve(config: Config, host: str, port: int, workers: int, config_path: Path | None) -> None:
     # Bound first: a taken port is found before anything (the demo key) is made.
-    sock = _listen(host, port)
+    sock = _listen(host, port, workers)
     config, demo_line = _demo_line(config)
     actual = sock.getsockname()[1]
     scheme = "https" if config.server.tls is not None else "http"
@@ -352,7 +362,9 @@ def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: in
         os.write(report_w, line.encode()[:500] + b"\n")   # under PIPE_BUF: one write, never interleaved
 
     try:
-        code = 0 if _run_worker(config, sock, report, config_path, forked=True) else EXIT_START_FAILED
+        host, port = sock.getsockname()[:2]
+        own = bind_socket(host, port, reuse_port=True)   # this worker's share of the port
+        code = 0 if _run_worker(config, own, report, config_path, forked=True) else EXIT_START_FAILED
     except BaseException as exc:  # the parent must hear of any end before start-up finished
         if not reported:
             try:
