@@ -75,6 +75,25 @@ async def test_stolen_key_is_reduced_then_suspended(tmp_path, backend, store):
     signals = suspend["detail"]["signals"]
     assert signals["output_ratio"] >= 10 and signals["max_output_share"] == 1.0 and signals["new_network"] >= 1
     assert not any(str(v).startswith(("198.51", "203.0")) for v in signals.values())
+    if store is not None:   # what the shared store holds: keyed hashes and counts, never an address or text
+        dump = _redis_dump(store["url"])
+        assert "tw:a:{k:" + key_id + "}" in dump
+        for raw in (THIEF_NET, OWNER_NET, "198.51.100", "203.0.113", "summarise the meeting notes"):
+            assert raw not in dump
+
+
+def _redis_dump(url: str) -> str:
+    import redis
+
+    client = redis.Redis.from_url(url)
+    out = []
+    for key in client.keys("*"):
+        kind = client.type(key)
+        value = (client.hgetall(key) if kind == b"hash" else client.zrange(key, 0, -1, withscores=True)
+                 if kind == b"zset" else client.get(key) if kind == b"string" else b"")
+        out.append(f"{key!r} {value!r}")
+    client.close()
+    return "\n".join(out).replace("b'", "").replace("'", "")
 
 
 async def test_shadow_mode_changes_no_response_and_records_every_would_be_action(tmp_path, backend):

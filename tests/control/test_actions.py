@@ -99,3 +99,24 @@ async def test_operator_action_bad_input(tmp_path, backend, clock):
         resp = await gw.admin("/admin/abuse/reinstate", {"key_id": plaintext, "reason": "r", "appeal": "maybe"})
         assert resp.status_code == 400 and resp.json()["error"]["param"] == "appeal"
         assert not [a for a in await gw.audit() if a["action"].startswith("abuse:")]
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["memory", "redis"])
+async def test_reduced_concurrency_holds_under_a_concurrent_burst(tmp_path, backend, clock, shared, request):
+    sections = {"store": {"url": request.getfixturevalue("redis_server").url}} if shared else {}
+    async with gateway(write_config(tmp_path, backend.port, **sections), clock) as gw:
+        plaintext = await gw.new_key()
+        key = bearer(plaintext)
+        resp = await gw.admin("/admin/abuse/actions", {"action": "reduce_concurrency", "key_id": plaintext,
+                                                      "for": "1h", "reason": "r", "concurrency": 2})
+        assert resp.status_code == 201, resp.text
+        before = await backend.requests()
+        burst = [asyncio.ensure_future(gw.client.post("/v1/chat/completions", json=chat(),
+                                                      headers={**key, "x-mock-hold": "burst"})) for _ in range(8)]
+        done, pending = await asyncio.wait(burst, timeout=2)   # the refusals come back at once
+        assert len(pending) == 2
+        assert sorted(t.result().json()["error"]["code"] for t in done) == ["key_concurrency_reduced"] * 6
+        assert await backend.requests() == before + 2
+        await backend.client.post("/_mock/release", json={"name": "burst"})
+        assert [r.status_code for r in await asyncio.gather(*pending)] == [200, 200]
+        assert (await gw.client.post("/v1/chat/completions", json=chat(), headers=key)).status_code == 200

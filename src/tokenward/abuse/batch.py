@@ -1,18 +1,18 @@
-"""A batch of observations, aggregated per subject (each key, each tenant): pure, apart
-from the keyed hashes it is given."""
+"""A batch of observations (observe.py), aggregated per subject (each key, each tenant):
+pure, apart from the keyed hashes it is given."""
 
 from __future__ import annotations
 
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
-from .observe import Observation
+from .observe import AT_MAX, KEY, MODEL, OUTPUT, REASON, SCREENING, SOURCE, STATUS, STREAM, TENANT, TOOLS, VALIDATED
 from .state import Batch
 
-# Refusals that count toward the "refusals" signal: a caller hammering limits or screening.
+# Refusals that count toward the "refusals" signal beside every 429: screening's refusals.
 HAMMERING = frozenset({"content_blocked"})
 
 
-class _Acc:
+class Acc:
     __slots__ = ("requests", "output", "at_max", "refusals", "networks", "capabilities", "events", "prompt",
                  "tenant")
 
@@ -22,66 +22,64 @@ class _Acc:
         self.networks: dict[str, int] = {}
         self.capabilities: dict[str, int] = {}
         self.events: dict[str, int] = {}
-        self.prompt = None      # the latest validated request of a key (for its sketch)
+        self.prompt: Any = None      # a key's latest admitted request (for its sketch)
 
     def batch(self) -> Batch:
         return Batch(self.requests, self.output, self.at_max, self.refusals, self.networks, self.capabilities,
                      self.events)
 
 
-def _count(table: dict[str, int], name: str, n: int = 1) -> None:
-    table[name] = table.get(name, 0) + n
-
-
-def capabilities(obs: Observation) -> list[str]:
-    caps = [f"model:{obs.model}"] if obs.model else []
-    request = obs.request
-    if request is not None and getattr(request.body, "tools", None):
-        caps.append("tools")
-    if obs.stream:
-        caps.append("stream")
+def _capabilities(obs: tuple) -> tuple[str, ...]:
+    model = obs[MODEL]
+    caps = ("model:" + model,) if model else ()
+    if obs[TOOLS]:
+        caps += ("tools",)
+    if obs[STREAM]:
+        caps += ("stream",)
     return caps
 
 
-def aggregate(observations: Iterable[Observation], network: Callable[[object], str | None]
-              ) -> tuple[dict[str, _Acc], dict[str, _Acc]]:
+def aggregate(observations: Iterable[tuple], network: Callable[[Any], str | None]
+              ) -> tuple[dict[str, Acc], dict[str, Acc]]:
     """(per key id, per tenant) accumulators of a batch."""
-    keys: dict[str, _Acc] = {}
-    tenants: dict[str, _Acc] = {}
+    keys: dict[str, Acc] = {}
+    tenants: dict[str, Acc] = {}
     for obs in observations:
-        key = keys.get(obs.key_id)
+        key = keys.get(obs[KEY])
         if key is None:
-            key = keys[obs.key_id] = _Acc(obs.tenant)
-        tenant = tenants.get(obs.tenant)
+            key = keys[obs[KEY]] = Acc(obs[TENANT])
+        tenant = tenants.get(obs[TENANT])
         if tenant is None:
-            tenant = tenants[obs.tenant] = _Acc(obs.tenant)
-        net = network(obs.source)
-        caps = capabilities(obs)
-        refused = obs.reason is not None and obs.status is not None and obs.status >= 400
-        hammering = refused and (obs.status == 429 or obs.reason in HAMMERING)
-        validated = obs.request is not None   # refused before validation: not a request shape to judge
+            tenant = tenants[obs[TENANT]] = Acc(obs[TENANT])
+        net = network(obs[SOURCE])
+        caps = _capabilities(obs)
+        reason, status = obs[REASON], obs[STATUS]
+        refused = reason is not None and status is not None and status >= 400
+        hammering = refused and (status == 429 or reason in HAMMERING)
+        validated = obs[VALIDATED]   # refused before validation: no request shape to judge
         for acc in (key, tenant):
             acc.requests += validated
-            acc.output += obs.output
-            acc.at_max += obs.at_max
+            acc.output += obs[OUTPUT]
+            acc.at_max += obs[AT_MAX]
             acc.refusals += hammering
             if net is not None:
-                _count(acc.networks, net)
+                acc.networks[net] = acc.networks.get(net, 0) + 1
             for cap in caps:
-                _count(acc.capabilities, cap)
+                acc.capabilities[cap] = acc.capabilities.get(cap, 0) + 1
+        events = tenant.events
         if refused:
-            _count(tenant.events, f"r:{obs.reason}")
-        for kind, outcome in _screened(obs.screening):
-            _count(tenant.events, f"s:{kind}:{outcome}")
-        if obs.request is not None and obs.reason is None:
-            key.prompt = obs.request
+            name = "r:" + reason
+            events[name] = events.get(name, 0) + 1
+        record = obs[SCREENING]
+        if record:
+            for kind, outcome in _screened(record):
+                name = f"s:{kind}:{outcome}"
+                events[name] = events.get(name, 0) + 1
     return keys, tenants
 
 
-def _screened(record: dict | None) -> list[tuple[str, str]]:
+def _screened(record: dict) -> list[tuple[str, str]]:
     """(detector kind, outcome) pairs of a screening record."""
-    if not record:
-        return []
     out = []
     for kind, entry in record.items():
         outcome = entry.get("outcome") if isinstance(entry, dict) else None

@@ -19,7 +19,7 @@ from ..control.metrics import ENFORCEMENT
 from ..control.model import Control
 from .batch import aggregate
 from .network import NetworkHasher, client_address
-from .observe import Observation, Observer
+from .observe import AT, Observer
 from .policy import Proposal, propose
 from .signals import params_of, signals
 from .store import SEP, BandCall, SubjectCall, new_secret
@@ -106,27 +106,31 @@ class AbuseEngine:
                 log.warning("an abuse signal batch failed: %s", exc)
 
     def _source(self, source: object) -> str | None:
-        if source.__class__ is tuple:
-            return self._network.of(source[0])   # type: ignore[union-attr,index]
-        return self._network.of(client_address(source))   # type: ignore[arg-type,union-attr]
+        if source.__class__ is bytes:   # the proxy header's value
+            return self._network.of(client_address(source))   # type: ignore[arg-type,union-attr]
+        return self._network.of(source)   # type: ignore[arg-type,union-attr]
 
     async def flush(self) -> list[Control]:
         """Send what was observed since the last batch; the actions it led to."""
         async with self._lock:
-            observations, self.observer.buffer = self.observer.buffer, []
+            observations, prompts = self.observer.take()
             if not observations:
                 return []
             started = time.perf_counter()
             try:
-                return await self._batch(observations)
+                return await self._batch(observations, prompts)
             finally:
                 ENFORCEMENT.batches += 1
                 ENFORCEMENT.observations += len(observations)
                 ENFORCEMENT.batch_seconds += time.perf_counter() - started
 
-    async def _batch(self, observations: list[Observation]) -> list[Control]:
-        now = int(max(o.at for o in observations))
+    async def _batch(self, observations: list[tuple], prompts: dict) -> list[Control]:
+        now = int(max(o[AT] for o in observations))
         keys, tenants = aggregate(observations, self._source)
+        for key_id, request in prompts.items():
+            acc = keys.get(key_id)
+            if acc is not None:
+                acc.prompt = request
         calls = [SubjectCall("k:" + k, acc.batch()) for k, acc in keys.items()]
         calls += [SubjectCall("t:" + t, acc.batch()) for t, acc in tenants.items()]
         raws = await self.store.observe(calls, now, self.params)

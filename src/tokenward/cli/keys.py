@@ -227,8 +227,9 @@ def audit(ident: Optional[str] = typer.Argument(None, metavar="[ID]", help="only
         return
     for row in rows:
         duration = f" for {row['duration_s']:g}s" if row["duration_s"] is not None else ""
+        appeal = (row["detail"] or {}).get("appeal")   # an abuse action's reinstatement (cli/controls.py)
         print(f"{_when(row['at'])}  {row['action']:<9} {row['scope']}{duration}  "
-              f"reviewer={row['reviewer'] or '-'}  reason={row['reason'] or '-'}")
+              f"reviewer={row['reviewer'] or '-'}  reason={row['reason'] or '-'}" + (f"  appeal={appeal}" if appeal else ""))
 
 
 def _print_json_lines(rows: list[dict]) -> None:
