@@ -114,8 +114,10 @@ async def _audit(conn: AsyncConnection, control: Control, action: str, reason: s
               "rule": control.rule, "signals": control.signals, "params": control.params,
               "capability": control.capability, "until": control.until, **extra}
     duration = control.until - control.created_at if control.until is not None and control.kind != CANCEL else None
+    key_id = control.key_id or ""
     await conn.execute(key_audit.insert().values(
-        key_id=control.key_id or "", tenant=control.tenant, action=action, reason=reason,
+        # the audit's key id column holds an API key's id; a JWT subject is named in the scope
+        key_id=key_id if len(key_id) <= 32 else "", tenant=control.tenant, action=action, reason=reason,
         scope=control.scope, duration_s=duration, reviewer=by, at=now,
         detail={k: v for k, v in detail.items() if v is not None}))
 
