@@ -111,14 +111,16 @@ def create_key(config: Path, tmp: Path) -> str:
     return lines[0].strip()
 
 
-def start_gateway(procs: Procs, config: Path, stages: str | None, without: str | None) -> tuple[Proc, str]:
+def start_gateway(procs: Procs, config: Path, stages: str | None, without: str | None,
+                  workers: int = 1) -> tuple[Proc, str]:
     env = dict(os.environ)
     env.pop("BENCH_STAGES", None)
     env["BENCH_WITHOUT"] = without or ""
     if stages is not None:
         env["BENCH_STAGES"] = stages
     proc = procs.start("gateway", [PYTHON, str(BENCH_DIR / "gateway_launcher.py"), "serve", "--config", str(config),
-                                   "--port", "0"], GATEWAY_CPU, env)
+                                   "--port", "0", "--workers", str(workers)],
+                       GATEWAY_CPU if workers == 1 else "0,1", env)
     port = proc.wait_line(r"tokenward listening on http://127\.0\.0\.1:(\d+)").group(1)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 20
@@ -278,10 +280,11 @@ def summarize_records(path: Path) -> dict:
 
 def measure(args, procs: Procs, tmp: Path) -> dict:
     backend, backend_url = start_backend(procs, args.rate)
-    store_url = start_redis(procs, tmp) if args.pipeline == "full" else None
-    config = write_config(args.pipeline, tmp, backend_url, store_url)
+    redis = args.pipeline == "full" and args.store == "redis"
+    store_url = start_redis(procs, tmp) if redis else None
+    config = write_config(args.pipeline, tmp, backend_url, store_url if redis else None)
     api_key = create_key(config, tmp) if args.pipeline == "full" else None
-    gateway, gateway_url = start_gateway(procs, config, args.stages, args.without)
+    gateway, gateway_url = start_gateway(procs, config, args.stages, args.without, args.workers)
     api_key = probe(gateway_url, api_key, config, tmp)
     results: dict = {"pipeline": args.pipeline, "stages_requested": args.stages or "all registered",
                      "switched_off": args.without,
@@ -411,6 +414,9 @@ def parse_args() -> argparse.Namespace:
                         help="also measure a plain nginx hop in the same run, for scale (bench/nginx_ref.py)")
     parser.add_argument("--json", help="write all results here")
     parser.add_argument("--profile", help="also profile the gateway with py-spy; output dir")
+    parser.add_argument("--store", choices=("redis", "memory"), default="redis",
+                        help="--pipeline full: the budget store (memory: the in-process one)")
+    parser.add_argument("--workers", type=int, default=1, help="gateway worker processes (more than 1: not pinned)")
     parser.add_argument("--profile-phase", choices=("nonstream", "stream"), default="nonstream",
                         help="profile under wrk at the highest --conns, or under the streaming load")
     args = parser.parse_args()
