@@ -18,13 +18,15 @@ _NO_LEASES: dict[str, int] = {}  # read-only stand-in for a namespace without le
 
 
 class _Record:
-    __slots__ = ("checks", "amounts", "debits", "keys")
+    __slots__ = ("checks", "amounts", "debits", "keys", "settle")
 
-    def __init__(self, checks: tuple[Check, ...], amounts: list[int], debits: list[int], keys: tuple[str, ...]) -> None:
+    def __init__(self, checks: tuple[Check, ...], amounts: list[int], debits: list[int], keys: tuple[str, ...],
+                 settle=policy.settle) -> None:
         self.checks = checks
         self.amounts = amounts
         self.debits = debits
         self.keys = keys
+        self.settle = settle   # policy.settle, or settle_jobs for a job's reservation
 
 
 class MemoryStore:
@@ -53,14 +55,14 @@ class MemoryStore:
         values = self._values
         amounts = call.amounts
         states = [values.get(key) for key in layout.keys]
-        outcome, new_states, debits = policy.reserve(states, checks, amounts, call.now_ms)
+        outcome, new_states, debits = layout.reserve(states, checks, amounts, call.now_ms)
         if not outcome.ok:
             return outcome
         for c, state in zip(checks, new_states):
             values[c.key] = state
             if c.kind == policy.SPEND:
                 self._expires[c.key] = c.p2
-        self._records[record_key] = _Record(checks, amounts, debits, layout.keys)
+        self._records[record_key] = _Record(checks, amounts, debits, layout.keys, layout.settle)
         leases = self._leases.get(layout.leases_key)
         if leases is None:
             leases = self._leases[layout.leases_key] = {}
@@ -77,27 +79,25 @@ class MemoryStore:
             if leases:
                 leases.pop(call.reservation_id, None)  # an orphaned lease, if any
             return UNKNOWN
-        mode, tokens, cost = call.mode, call.tokens, call.cost
+        mode = call.mode
         if mode == policy.EXPIRED:
             until = leases.get(call.reservation_id)
             if until is not None and until > call.now_ms:
                 return LEASE_LIVE
             mode = policy.FULL
             if record.checks[0].kind == policy.JOB and call.record_key not in self._dispatched:
-                mode, tokens, cost = policy.SETTLE, 0, 0   # abandoned before dispatch: unused
+                mode, call = policy.SETTLE, call._replace(tokens=0, cost=0)   # abandoned before dispatch: unused
         if call.keys is not record.keys and tuple(call.keys) != record.keys:
             raise ValueError(f"settle keys do not match the reservation {call.reservation_id}")
         values = self._values
         states = [values.get(key) for key in record.keys]
-        new_states = policy.settle(states, record.checks, record.amounts, record.debits, tokens, cost,
+        new_states = record.settle(states, record.checks, record.amounts, record.debits, call.tokens, call.cost,
                                    mode, call.now_ms)
         for key, c, state in zip(record.keys, record.checks, new_states):
-            if state is None or (c.kind == policy.GAUGE and state == 0):
+            if c.kind == policy.GAUGE and state == 0:
                 values.pop(key, None)
             else:
-                values[key] = state
-        if record.checks[0].kind == policy.JOB:
-            self._dispatched.discard(call.record_key)
+                values[key] = state   # (a job dropped meanwhile stays None: read as gone)
         del self._records[call.record_key]
         if leases:
             leases.pop(call.reservation_id, None)
@@ -114,6 +114,8 @@ class MemoryStore:
 
     async def expired(self, leases_keys: Sequence[str], now_ms: int, limit: int) -> list[list[str]]:
         self._drop_old_periods(now_ms)
+        if self._dispatched:   # dispatch marks of settled reservations (kept off the settle path)
+            self._dispatched.intersection_update(self._records)
         out = []
         for key in leases_keys:
             leases = self._leases.get(key, {})
@@ -209,7 +211,8 @@ class MemoryStore:
         return out
 
     async def dispatched(self, namespace: str, reservation_id: str) -> bool:
-        return f"{namespace}:r:{reservation_id}" in self._dispatched
+        key = f"{namespace}:r:{reservation_id}"
+        return key in self._dispatched and key in self._records
 
     def _drop_old_periods(self, now_ms: int) -> None:
         old = [key for key, until in self._expires.items() if until <= now_ms]

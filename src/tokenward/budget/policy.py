@@ -150,11 +150,6 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
                     retry = -1 if w < 0 or retry < 0 else max(retry, w)
             new_states[i] = (level, ts)
             levels[i] = level
-        elif kind == JOB or kind == ANCESTOR:
-            fits, new_states[i], levels[i], debits[i] = _reserve_job(kind, states[i], need, p1, p2, now_ms)  # type: ignore[arg-type]
-            if not fits:
-                retry = -1
-                enforce = 1   # a job is never in shadow mode
         else:
             current = states[i] or 0
             fits = current + need <= p1
@@ -177,6 +172,58 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
     return Outcome(True, -1, 0, tuple(shadow), tuple(levels)), new_states, debits
 
 
+def job_checks(checks: Sequence[Check]) -> int:
+    """How many ``J`` / ``A`` checks lead a layout (a job's checks always come first)."""
+    n = 0
+    while n < len(checks) and checks[n].kind in (JOB, ANCESTOR):
+        n += 1
+    return n
+
+
+def reserve_jobs(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int],
+                 now_ms: int) -> tuple[Outcome, list, list[int]]:
+    """``reserve`` for a layout led by an agent job's checks: those, then the rest through
+    ``reserve`` itself, all or nothing. (Only a job's requests take this path, so the
+    others pay nothing for jobs.) A job is never in shadow mode."""
+    first = job_checks(checks)
+    new_states: list = [None] * first
+    levels = [0] * first
+    debits = [0] * first
+    failed = -1
+    for i in range(first):
+        _key, kind, _unit, p1, p2, _enforce = checks[i]
+        fits, new_states[i], levels[i], debits[i] = _reserve_job(kind, states[i], amounts[i], p1, p2, now_ms)  # type: ignore[arg-type]
+        if not fits and failed < 0:
+            failed = i
+    rest, rest_states, rest_debits = reserve(states[first:], checks[first:], amounts[first:], now_ms)
+    if failed < 0 and rest.ok:
+        return rest._replace(shadow=tuple(first + i for i in rest.shadow), levels=(*levels, *rest.levels)), \
+            new_states + rest_states, debits + rest_debits
+    before = [s.used if s is not None else -1 for s in states[:first]]  # type: ignore[union-attr]
+    if failed >= 0:
+        # refused: every level as it was (the rest's too, though it alone would have fit)
+        rest_before = [_level_of(states[i], checks[i], now_ms) for i in range(first, len(checks))]
+        return Outcome(False, failed, -1, tuple(first + i for i in rest.shadow), (*before, *rest_before)), [], \
+            [0] * len(checks)
+    return Outcome(False, first + rest.failed, rest.retry_ms, tuple(first + i for i in rest.shadow),
+                   (*before, *rest.levels)), [], [0] * len(checks)
+
+
+def settle_jobs(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int], debits: Sequence[int],
+                tokens: int, cost: int, mode: str, now_ms: int) -> list:
+    """``settle`` for a layout led by an agent job's checks."""
+    first = job_checks(checks)
+    out: list = []
+    for i in range(first):
+        _key, kind, unit, _p1, _p2, _enforce = checks[i]
+        if kind == ANCESTOR:
+            out.append(states[i])
+        else:
+            actual = actual_for(unit, amounts[i], tokens, cost, mode)
+            out.append(_settle_job(states[i], debits[i], actual, mode == VOID))  # type: ignore[arg-type]
+    return out + settle(states[first:], checks[first:], amounts[first:], debits[first:], tokens, cost, mode, now_ms)
+
+
 def _reserve_job(kind: str, job: JobValue | None, need: int, budget: int, max_attempts: int,
                  now_ms: int) -> tuple[bool, JobValue | None, int, int]:
     """A ``J`` or ``A`` check: (fits, the value after, its level (used; -1: no job), debit)."""
@@ -194,8 +241,6 @@ def _reserve_job(kind: str, job: JobValue | None, need: int, budget: int, max_at
 def _level_of(state: object, c: Check, now_ms: int) -> int:
     if c.kind == BUCKET or c.kind == SOFT:
         return refill(state, c.p1, c.p2, now_ms)[0]  # type: ignore[arg-type]
-    if c.kind == JOB or c.kind == ANCESTOR:
-        return state.used if state is not None else -1  # type: ignore[union-attr]
     return state or 0  # type: ignore[return-value]
 
 
@@ -244,10 +289,6 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
             out[i] = (min(max(level, 0), p1), ts)
         elif kind == GAUGE:
             out[i] = max((states[i] or 0) - debit, 0)  # type: ignore[operator]
-        elif kind == JOB:
-            out[i] = _settle_job(states[i], debit, actual, void)  # type: ignore[arg-type]
-        elif kind == ANCESTOR:
-            out[i] = states[i]
         else:
             out[i] = max((states[i] or 0) + actual - debit, 0)  # type: ignore[operator]
     return out

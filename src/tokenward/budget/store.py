@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import NamedTuple, Protocol, Sequence
 
 from ..errors import TokenwardError
+from . import policy
 from .policy import BUCKET, SCALE, SOFT, Check, Outcome
 
 
@@ -28,12 +29,16 @@ class Layout:
     ``wire`` is free for a store to cache what it derives from the layout (encoded bytes).
     """
 
-    __slots__ = ("namespace", "leases_key", "checks", "keys", "wire")
+    __slots__ = ("namespace", "leases_key", "checks", "keys", "wire", "jobs", "reserve", "settle")
 
     def __init__(self, namespace: str, checks: Sequence[Check]) -> None:
         self.namespace = namespace
         self.leases_key = namespace + ":leases"
         self.checks = tuple(checks)
+        # An agent job's checks lead the layout; its arithmetic, picked once (policy.py).
+        self.jobs = policy.job_checks(self.checks)
+        self.reserve = policy.reserve_jobs if self.jobs else policy.reserve
+        self.settle = policy.settle_jobs if self.jobs else policy.settle
         for c in self.checks:
             # The idle sweep (lua/sweep.lua) relies on every bucket refilling in a minute.
             if c.kind in (BUCKET, SOFT) and c.p1 > c.p2 * SCALE:

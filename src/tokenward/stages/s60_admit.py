@@ -50,7 +50,6 @@ class _Peek(msgspec.Struct):
 
 
 _peek = msgspec.json.Decoder(_Peek).decode
-JOB_HEADER = b"x-tokenward-job"
 _NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
 _UNPRICED = (policy.FREE, None)
 
@@ -92,7 +91,7 @@ class AdmissionStage(BaseStage):
         plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
         job = None
         for name, value in ctx.headers:   # x-tokenward-job: the request joins an agent job
-            if name == JOB_HEADER:
+            if name == b"x-tokenward-job":
                 job = await self.jobs.resolve(principal.tenant, value.decode("latin-1").strip())
                 if job.__class__ is Refusal:
                     return job  # type: ignore[return-value]

@@ -111,6 +111,12 @@ for i = 1, n do
     level = level + (debit - actual) * SCALE
     if level < 0 then level = 0 elseif level > p1 then level = p1 end
     a, b = level, ts
+  elseif kind == GAUGE then
+    a, b = math.max(counted(raw, kind, 0) - debit, 0), 0
+    if a == 0 then
+      gone[#gone + 1] = fields[i + 1]   -- a gauge at zero is no field, as in the memory store
+      a = nil
+    end
   elseif kind == JOB then
     -- charged the actual amount, never more than reserved (policy._settle_job)
     if raw then
@@ -123,12 +129,6 @@ for i = 1, n do
     end
   elseif kind == ANCESTOR then
     a = nil
-  elseif kind == GAUGE then
-    a, b = math.max(counted(raw, kind, 0) - debit, 0), 0
-    if a == 0 then
-      gone[#gone + 1] = fields[i + 1]   -- a gauge at zero is no field, as in the memory store
-      a = nil
-    end
   else
     local spent, period = counted(raw, kind, p2)
     -- a later period has begun: this reservation's period is closed, nothing to adjust
