@@ -205,3 +205,24 @@ async def test_cancel_ends_open_streams_within_100ms_and_settles(tmp_path, store
                                         headers={**key, "x-tokenward-job": child["id"]})
             refused(late, 409, "job_cancelled")
             assert await mock.requests() == before
+
+
+async def test_a_jobs_deadline_ends_its_open_streams_and_refuses_more(tmp_path):
+    async with backend() as mock:
+        async with in_process(config(tmp_path, mock.port)) as gw:
+            key = await gw.new_key()
+            job = await new_job(gw, key, budget_tokens=3000, max_seconds=1.0)
+            headers = {**key, "x-tokenward-job": job["id"], "x-mock-token-rate": "10", "x-mock-tokens": "190"}
+            started = time.monotonic()
+            async with gw.client.stream("POST", "/v1/chat/completions", headers=headers,
+                                        json=chat(max_tokens=190, stream=True)) as resp:
+                body = b"".join([chunk async for chunk in resp.aiter_bytes()])
+            ended = time.monotonic() - started
+            assert b'"code":"job_expired"' in body and b"[DONE]" not in body
+            assert ended < 1.0 + 0.3, ended                 # the deadline, plus a watcher tick or two
+            seen = await mock.requests()
+            late = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=5), headers=headers)
+            refused(late, 429, "job_expired")
+            assert late.headers["x-should-retry"] == "false" and await mock.requests() == seen
+            assert (await gw.client.get(f"/v1/jobs/{job['id']}", headers=key)).json()["state"] == "expired"
+            await gw.settled()

@@ -6,7 +6,7 @@ event loop that owns the store. The arithmetic is ``policy.py``'s, like the Lua 
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 from . import job_policy, policy
 from .policy import Check, JobValue, Outcome
@@ -165,7 +165,8 @@ class MemoryStore:
         for job_id in [j for j, deadline in open_jobs.items() if deadline <= call.now_ms]:
             del open_jobs[job_id]
         bucket_key = f"{ns}:b:jobs"
-        created = job_policy.create(parent, call.budget, call.deadline_ms, len(open_jobs), values.get(bucket_key),  # type: ignore[arg-type]
+        bucket: Any = values.get(bucket_key)
+        created = job_policy.create(parent, call.budget, call.deadline_ms, len(open_jobs), bucket,
                                     call.limits, call.now_ms)  # type: ignore[arg-type]
         if created.status != job_policy.CREATED:
             return created.status, created.retry_ms

@@ -68,8 +68,8 @@ async def run(seed: int, tick: Callable[[float], None]) -> Result:
         ["Two replicas share one budget store; the worker reserves three requests of 3,000 tokens at 5 s: two in "
          "an agent job (one dispatched to a backend, one not yet) and one without a job.",
          f"The worker dies at {CRASH:g} s. Leases last 30 s (store.lease_s) and are renewed at every tick of their "
-         "replica's lease keeper while it lives (every second here); the survivor's lease keeper runs every second and reconciles expired leases (only after "
-         "its store has answered it for a whole lease).",
+         "replica's lease keeper while it lives (every second here); the survivor's lease keeper runs every "
+         "second and reconciles expired leases (only after its store has answered it for a whole lease).",
          "A job's request is marked dispatched right before it is sent, so the reconciler knows that an unmarked "
          "one never reached a backend; a request outside a job keeps no such mark and is charged in full.",
          "The admission code, lease keeper and reconciler are the gateway's own, on the in-memory store."],
