@@ -70,6 +70,7 @@ class AbuseEngine:
         self._task: asyncio.Task | None = None
         self._last_sweep = 0.0
         self._lock = asyncio.Lock()
+        self._failing = False
 
     async def start(self) -> None:
         secret_text = os.environ.get(self.hash_env, "")
@@ -103,7 +104,13 @@ class AbuseEngine:
                     await self.store.sweep(int(now), self.params)
             except Exception as exc:
                 ENFORCEMENT.store_errors += 1
-                log.warning("an abuse signal batch failed: %s", exc)
+                if not self._failing:   # once per outage, not once a second
+                    log.warning("abuse signal batches are failing (the batch is lost): %s", exc)
+                self._failing = True
+            else:
+                if self._failing:
+                    log.warning("abuse signal batches work again")
+                self._failing = False
 
     def _source(self, source: object) -> str | None:
         if source.__class__ is bytes:   # the proxy header's value

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Callable
 
 import msgspec
 
+from ..budget.store import StoreUnavailable
 from ..control.metrics import ENFORCEMENT
 from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
@@ -32,6 +33,10 @@ if TYPE_CHECKING:
     from ..control.runtime import ControlRuntime
     from ..control.view import Enforced, TenantControls
     from ..pipeline.context import RequestContext
+
+
+STORE_DOWN = Refusal(Reason.budget_store_unavailable, "the budget store is unavailable; try again shortly",
+                    headers=((b"retry-after", b"1"),))
 
 
 class _Stream(msgspec.Struct):
@@ -127,8 +132,12 @@ class ControlStage(BaseStage):
                 return refusal
         if enforced.concurrency is not None and enforced.concurrency_until > now:
             limit = enforced.concurrency
-            if not await self.runtime.store.take_slot(principal.key_id, ctx.request_id, limit, int(now * 1000),
-                                                      self._lease_ms):
+            try:
+                taken = await self.runtime.store.take_slot(principal.key_id, ctx.request_id, limit,
+                                                           int(now * 1000), self._lease_ms)
+            except StoreUnavailable:   # the key's slots cannot be counted: closed, as the budget fails
+                return STORE_DOWN
+            if not taken:
                 return Refusal(Reason.key_concurrency_reduced,
                                f"this API key may have {limit} open request(s) at a time for now; "
                                "retry when one finishes", headers=((b"retry-after", b"1"),))
