@@ -27,4 +27,6 @@ controls = sa.Table(
     sa.Column("cleared_by", sa.String(200)),
     sa.Column("cleared_reason", sa.Text),
     sa.Column("appeal", sa.String(32)),
+    # what every replica reads on each refresh: the controls not cleared and not yet ended
+    sa.Index("ix_tokenward_controls_live", "cleared_at", "until"),
 )
