@@ -163,19 +163,19 @@ class AdmissionStage(BaseStage):
         return (model if isinstance(model, str) else None), limit, _int(n)
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
-        self._settle(ctx, usage, backend_saw_it=True, completed=(ctx.status or 0) < 400)
+        self._settle(ctx, usage, backend_saw_it=True)
 
     async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
         usage = exit.usage if exit.usage is not None else ctx.usage
         saw_it = exit.kind is not ExitKind.REJECTED and (ctx.upstream_status is not None or ctx.deciding_stage == "forward")
         self._settle(ctx, usage, backend_saw_it=saw_it)
 
-    def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool, completed: bool = False) -> None:
+    def _settle(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
         reservation = ctx.reservation
         if reservation is None:
             return
         if ctx.job is not None:
-            self._job_ended(ctx, usage, backend_saw_it, completed)
+            self._job_ended(ctx, usage, backend_saw_it)
         ticket = self.admitter.keeper.open.get(reservation.reservation_id)
         if ticket is None:
             return  # already settled
@@ -200,8 +200,10 @@ class AdmissionStage(BaseStage):
             record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
 
 
-    def _job_ended(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool, completed: bool) -> None:
+    def _job_ended(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
         run = ctx.job
+        # completed: the backend finished the work and nothing ended the request otherwise
+        completed = backend_saw_it and ctx.reason is None and (ctx.status or 0) < 400
         self.jobs.runs.remove(run)
         if ctx.reservation.reservation_id not in self.admitter.keeper.open:
             return  # settled already
