@@ -35,3 +35,16 @@ def essentials(resp: httpx.Response) -> tuple:
     if "choices" in body:
         return resp.status_code, body["choices"], body.get("usage")
     return resp.status_code, body
+
+
+async def observed(engine, count: int, timeout: float = 5.0) -> None:
+    """Wait until the engine's buffer holds ``count`` decisions: a request's decision is
+    recorded after its response is sent, once its stages are released (a reduced key gives
+    its slot back to Redis first), so the client can be told before the record exists."""
+    import asyncio
+    import time
+
+    deadline = time.monotonic() + timeout
+    while len(engine.observer.buffer) < count:
+        assert time.monotonic() < deadline, f"{len(engine.observer.buffer)} of {count} decisions observed"
+        await asyncio.sleep(0.002)

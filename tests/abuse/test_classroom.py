@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tokenward.control.metrics import ENFORCEMENT
 
-from .helpers import T0, Clock, abuse_config, gateway
+from .helpers import T0, Clock, abuse_config, gateway, observed
 
 STUDENTS = [f"student{i:02d}" for i in range(30)]
 
@@ -30,6 +30,7 @@ async def _classroom(gw, clock: Clock, exempt: bool):
         resp = await gw.client.post("/v1/chat/completions", json=_prompt(name),
                                     headers={"authorization": f"Bearer {key}", "x-forwarded-for": "192.0.2.10"})
         statuses.append(resp.status_code)
+    await observed(gw.extras["abuse"], len(STUDENTS))
     taken = await gw.extras["abuse"].flush()
     return statuses, taken, keys
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import DAY, T0, Clock, abuse_config, essentials, gateway
+from .helpers import DAY, T0, Clock, abuse_config, essentials, gateway, observed
 
 OWNER_NET = "203.0.113.7"
 THIEF_NET = "198.51.100.23"
@@ -35,6 +35,7 @@ async def _replay(config, clock: Clock):
                                                 headers={**key, "x-forwarded-for": OWNER_NET, "x-mock-tokens": "200"})
                     owner.append(resp)
                 if engine is not None:
+                    await observed(engine, 3)
                     await engine.flush()
         before = list(gw.extras["control"].view.controls)
         clock.now = T0 + 14 * DAY + 3 * 3600
@@ -44,6 +45,8 @@ async def _replay(config, clock: Clock):
             resp = await gw.client.post("/v1/chat/completions", json=_chat(8100),
                                         headers={**key, "x-forwarded-for": THIEF_NET, "x-mock-tokens": "2000"})
             thief.append(resp)
+            if engine is not None:
+                await observed(engine, 1)
             taken = await engine.flush() if engine is not None else []
             steps.append([c.kind for c in taken])
         audit = [a for a in await gw.audit() if a["action"].startswith("abuse:")]
