@@ -88,6 +88,23 @@ async def test_model_is_renamed_for_the_backend(gw, mock):
     assert (await mock.stats())["last_request"]["body"]["model"] == "big-backend-model"
 
 
+async def test_a_rewritten_body_keeps_every_other_member_as_sent(gw, mock):
+    """A renamed, streaming request whose client said include_usage false: the two members
+    the gateway rewrites change, the rest reach the backend as the client sent them."""
+    body = chat(model="large-chat", max_tokens=3, stream=True, stream_options={"include_usage": False},
+                temperature=0.25, stop=["\n\n"])
+    body["messages"].append({"role": "user", "content": "caf\u00e9 \"quoted\" \\ tab\t"})
+    async with gw.client() as client:
+        resp = await client.post(gw.url + "/v1/chat/completions", json=body)
+    assert resp.status_code == 200
+    assert all("usage" not in e for e in _events(resp.text)[:-1])   # the client asked for none
+    forwarded = (await mock.stats())["last_request"]["body"]
+    assert forwarded["model"] == "big-backend-model"
+    assert forwarded["stream_options"] == {"include_usage": True}
+    assert {k: v for k, v in forwarded.items() if k not in ("model", "stream_options")} == {
+        k: v for k, v in body.items() if k not in ("model", "stream_options")}
+
+
 async def test_embeddings_go_only_to_a_model_declared_for_them(gw, mock):
     """large-chat does not declare embeddings (models.<name>.serves): refused before the
     backend, next to small-chat, which does."""

@@ -22,6 +22,10 @@ class _Peek(msgspec.Struct):
 
 _peek = msgspec.json.Decoder(_Peek).decode
 _decode = msgspec.json.decode
+# The top-level members only, each kept as its raw bytes: a rename or the usage option
+# rewrites one member, so the messages are copied through, not decoded and encoded again
+# (12 KB chat body: 4.7 us against 10.4 for a full decode and encode).
+_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _encode = msgspec.json.encode
 
 
@@ -81,7 +85,9 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     payload = ctx.payload
     if payload is None:
         try:
-            payload = _decode(ctx.body)
+            payload = _members(ctx.body)
+        except msgspec.ValidationError:
+            raise Refusal(Reason.invalid_json, "request body must be a JSON object") from None
         except msgspec.DecodeError as exc:
             raise _invalid_json(exc) from None
     payload = dict(payload)
@@ -89,6 +95,8 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
         payload["model"] = target.backend_model
     if needs_usage:
         options = payload.get("stream_options")
+        if isinstance(options, msgspec.Raw):
+            options = _decode(options)
         merged = dict(options) if isinstance(options, dict) else {}
         merged["include_usage"] = True
         payload["stream_options"] = merged
