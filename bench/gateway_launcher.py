@@ -134,8 +134,27 @@ def diagnose() -> None:
     Gateway.startup = startup_and_watch
 
 
+def trace_memory(path: str) -> None:
+    """BENCH_TRACEMALLOC=FILE: trace allocations; SIGUSR2 writes the top live allocation
+    sites (by line) to FILE, e.g. while streams are open (bench/idle_streams.py --trace)."""
+    import signal
+    import tracemalloc
+
+    tracemalloc.start(1)
+
+    def dump(signum, frame) -> None:
+        stats = tracemalloc.take_snapshot().statistics("lineno")
+        with open(path, "w") as out:
+            for stat in stats[:60]:
+                out.write(f"{stat.size / 1024:10.1f} KiB {stat.count:8d} {stat.traceback}\n")
+
+    signal.signal(signal.SIGUSR2, dump)
+
+
 if os.environ.get("BENCH_DIAG"):
     diagnose()
+if os.environ.get("BENCH_TRACEMALLOC"):
+    trace_memory(os.environ["BENCH_TRACEMALLOC"])
 if os.environ.get("BENCH_STAGES") is not None:
     keep_only_stages(os.environ["BENCH_STAGES"])
 if os.environ.get("BENCH_WITHOUT"):

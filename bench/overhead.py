@@ -265,17 +265,23 @@ def summarize_records(path: Path) -> dict:
     time.sleep(0.3)  # records are flushed every 100 ms
     counts: dict[str, int] = {}
     stages: dict[str, list[float]] = {}
+    stream_s: list[float] = []   # how long each stream took, end to end, in the gateway
     total = 0
     for line in path.read_text().splitlines() if path.exists() else ():
         record = json.loads(line)
         total += 1
+        if record.get("stream"):
+            stream_s.append(record.get("duration_us", 0.0) / 1e6)
         key = f"{record.get('status')} {record.get('reason') or 'ok'}"
         counts[key] = counts.get(key, 0) + 1
         if record.get("status") == 200 and not record.get("stream"):
             for name, us in (record.get("stages_us") or {}).items():
                 stages.setdefault(name, []).append(us)
+    stream_s.sort()
+    durations = ({"p50": stream_s[len(stream_s) // 2], "max": stream_s[-1]} if stream_s else None)
     return {"records": total, "by_status": counts, "stages_ran": list(stages),
-            "stage_mean_us": {name: sum(v) / len(v) for name, v in stages.items()}}
+            "stage_mean_us": {name: sum(v) / len(v) for name, v in stages.items()},
+            "stream_duration_s": durations}
 
 
 def measure(args, procs: Procs, tmp: Path) -> dict:
@@ -358,8 +364,9 @@ def report(results: dict) -> str:
                          f"failed {s['failed']}, chunks {s['chunks_received']}/{s['chunks_expected']}, "
                          f"delay p50/p99/max {s['delay_ms']['p50']:.2f}/{s['delay_ms']['p99']:.2f}/"
                          f"{s['delay_ms']['max']:.1f} ms, gap p99/max {s['gap_ms']['p99']:.2f}/"
-                         f"{s['gap_ms']['max']:.1f} ms; other load cpu0/cpu1 {s['foreign_util']['cpu0']:.2f}/"
-                         f"{s['foreign_util']['cpu1']:.2f}")
+                         f"{s['gap_ms']['max']:.1f} ms, first chunk p50/max {s['first_chunk_ms']['p50']:.0f}/"
+                         f"{s['first_chunk_ms']['max']:.0f} ms, wall {s['wall_s']:.1f} s; "
+                         f"other load cpu0/cpu1 {s['foreign_util']['cpu0']:.2f}/{s['foreign_util']['cpu1']:.2f}")
         ref_stream = results.get("reference", {}).get("stream")
         if ref_stream:
             s = ref_stream
@@ -386,6 +393,9 @@ def report(results: dict) -> str:
                          f"{ref_left['reservation_records']} reservation records")
     lines.append(f"decision records: {results['decision_records']['records']} "
                  f"{results['decision_records']['by_status']}")
+    durations = results["decision_records"].get("stream_duration_s")
+    if durations:
+        lines.append(f"streams in the gateway, start to end: p50 {durations['p50']:.2f} s, max {durations['max']:.2f} s")
     return "\n".join(lines)
 
 

@@ -31,6 +31,7 @@ class Totals:
     def __init__(self) -> None:
         self.delays = array("d")
         self.gaps = array("d")
+        self.first = array("d")   # connect to first chunk, per stream
         self.max_gap_by_stream: list[float] = []
         self.failures: dict[str, int] = {}
         self.complete = 0
@@ -54,6 +55,7 @@ class StreamConn(asyncio.Protocol):
         self.max_gap = 0.0
         self.chunks = 0
         self.saw_done = False
+        self.opened = time.monotonic()
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -93,6 +95,8 @@ class StreamConn(asyncio.Protocol):
         now = self.now
         totals = self.totals
         totals.delays.append(now - stamp)
+        if not self.chunks:
+            totals.first.append(now - self.opened)
         if self.chunks:
             gap = now - self.last
             totals.gaps.append(gap)
@@ -176,6 +180,7 @@ async def run(url: str, streams: int, chunks: int, rate: float, ramp: float, api
         "failed": sum(totals.failures.values()), "failures": totals.failures,
         "chunks_expected": streams * chunks, "chunks_received": totals.chunks,
         "delay_ms": _percentiles(totals.delays), "gap_ms": _percentiles(totals.gaps),
+        "first_chunk_ms": _percentiles(totals.first),
         "wall_s": time.monotonic() - started,
     }
 

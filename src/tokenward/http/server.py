@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import deque
 from typing import Callable
 from urllib.parse import unquote
 
@@ -52,7 +51,9 @@ class HttpConnection(asyncio.Protocol):
         self.parser = httptools.HttpRequestParser(self)
         self.cycle: RequestCycle | None = None  # the cycle being answered
         self.parsing: RequestCycle | None = None  # the cycle whose request is being read
-        self.queue: deque[RequestCycle] = deque()  # pipelined requests behind ``cycle``
+        # pipelined requests behind ``cycle``: a list, not a deque, because it is nearly always
+        # empty and an empty deque costs 600 bytes on every open connection (a list 56)
+        self.queue: list[RequestCycle] = []
         # One task per connection answers its requests in turn (cheaper than a task per request).
         self.worker: asyncio.Task | None = None
         self.busy = False  # the worker is inside the app (which may outlive its response)
@@ -250,7 +251,7 @@ class HttpConnection(asyncio.Protocol):
                 cycle = self.cycle
                 if cycle is None:
                     if self.queue:
-                        cycle = self.cycle = self.queue.popleft()
+                        cycle = self.cycle = self.queue.pop(0)
                         self.resume_reading()
                     elif self.transport.is_closing():
                         return
