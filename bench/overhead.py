@@ -426,7 +426,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--profile", help="also profile the gateway with py-spy; output dir")
     parser.add_argument("--store", choices=("redis", "memory"), default="redis",
                         help="--pipeline full: the budget store (memory: the in-process one)")
-    parser.add_argument("--workers", type=int, default=1, help="gateway worker processes (more than 1: not pinned)")
+    parser.add_argument("--workers", type=int, default=1, help="gateway worker processes (more than 1: not pinned; needs --store redis)")
     parser.add_argument("--profile-phase", choices=("nonstream", "stream"), default="nonstream",
                         help="profile under wrk at the highest --conns, or under the streaming load")
     args = parser.parse_args()

@@ -22,6 +22,7 @@ import httpx
 import pytest
 
 from tests.fixtures.processes import stop_process
+from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
 from tests.support import ROOT
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
@@ -102,9 +103,10 @@ def run_until_started(config: Path, cwd: Path) -> tuple[str, str]:
 # 3: a failed start prints one line and nothing misleading before it
 
 @pytest.mark.parametrize("workers", ["1", "2"])
-def test_a_failed_start_is_one_line_on_stderr_and_nothing_on_stdout(tmp_path, workers):
+def test_a_failed_start_is_one_line_on_stderr_and_nothing_on_stdout(tmp_path, workers, redis_server):
     (tmp_path / "blocker").write_text("a file where the decision log wants a folder\n")
-    config = quickstart_copy(tmp_path, lambda t: t.replace("decisions: stdout", "decisions: blocker/d.jsonl"))
+    config = quickstart_copy(tmp_path, lambda t: t.replace("decisions: stdout", "decisions: blocker/d.jsonl")
+                             .replace("url: memory", f"url: {redis_server.url}"))   # several workers share it
     assert tokenward("check-config", "--config", str(config), cwd=tmp_path).returncode == 0  # fails only at start-up
     done = tokenward("serve", "--config", str(config), "--port", "0", "--workers", workers, cwd=tmp_path)
     assert done.returncode == 3
@@ -167,8 +169,8 @@ def test_the_quickstart_shows_the_same_demo_key_until_it_is_revoked(tmp_path):
     assert fresh != first and saved.read_text().strip() == fresh
 
 
-def test_several_workers_share_the_kept_demo_key(tmp_path):
-    config = quickstart_copy(tmp_path)
+def test_several_workers_share_the_kept_demo_key(tmp_path, redis_server):
+    config = quickstart_copy(tmp_path, lambda t: t.replace("url: memory", f"url: {redis_server.url}"))
     _, first = run_until_started(config, tmp_path)
     server = Serving(config, tmp_path, "--workers", "2")
     try:

@@ -9,6 +9,7 @@ import sys
 import openai
 import pytest
 
+from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
 from tests.support import ROOT, spawn_gateway
 
 QUICKSTART = ROOT / "examples" / "quickstart.yaml"
@@ -72,8 +73,10 @@ def test_check_config_exit_codes(tmp_path):
     assert "plans.team.max_output_tokens: expected int, got str" in out.stderr
 
 
-def test_several_workers_share_one_demo_key(tmp_path):
-    proc = spawn_gateway(copied(tmp_path), cwd=tmp_path, wait_for="demo key:", args=("--workers", "2"))
+def test_several_workers_share_one_demo_key(tmp_path, redis_server):
+    config = copied(tmp_path)   # several workers need a shared budget store
+    config.write_text(config.read_text().replace("url: memory", f"url: {redis_server.url}"))
+    proc = spawn_gateway(config, cwd=tmp_path, wait_for="demo key:", args=("--workers", "2"))
     try:
         key = next(m.group(1) for line in proc.lines if (m := re.search(r"demo key: (\S+)", line)))
         client = openai.OpenAI(base_url=proc.url + "/v1", api_key=key, max_retries=0)

@@ -4,16 +4,19 @@ connections over them (one shared socket let whichever process woke first take t
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 
 import httpx
 
 from tests.e2e.test_tls_reload import Serving, create_key, mock_server, write_config
+from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
 
 
-async def test_two_workers_each_take_connections(tmp_path):
+async def test_two_workers_each_take_connections(tmp_path, redis_server):
     async with mock_server() as (mock, port):
         config = write_config(tmp_path / "gw.yaml", f"http://127.0.0.1:{port}/v1",
-                              server={"workers": 2})
+                              server={"workers": 2}, store={"url": redis_server.url})
         key = create_key(config)
         gateway = await asyncio.to_thread(Serving, config, tmp_path)
         try:
@@ -28,3 +31,20 @@ async def test_two_workers_each_take_connections(tmp_path):
             assert len(prefixes) == 2, prefixes
         finally:
             gateway.stop()
+
+
+def test_several_workers_on_the_memory_store_are_refused(tmp_path):
+    """Each worker would keep its own budgets: a tenant could spend its limits once per worker."""
+    config = write_config(tmp_path / "gw.yaml", "http://127.0.0.1:9/v1", server={"workers": 2})
+    for argv in (["check-config", "--config", str(config)], ["serve", "--config", str(config)]):
+        done = subprocess.run([sys.executable, "-m", "tokenward", *argv], capture_output=True, text=True,
+                              timeout=60, cwd=tmp_path)
+        assert done.returncode == 2, done
+        assert "server.workers" in done.stderr and "shared budget store" in done.stderr, done.stderr
+        assert "Traceback" not in done.stderr
+    one = write_config(tmp_path / "one.yaml", "http://127.0.0.1:9/v1")
+    done = subprocess.run([sys.executable, "-m", "tokenward", "serve", "--config", str(one), "--workers", "3"],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr.startswith("--workers: 3 workers need a shared budget store")
+    assert subprocess.run([sys.executable, "-m", "tokenward", "check-config", "--config", str(one)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path).returncode == 0

@@ -52,7 +52,19 @@ def serve(
     cfg = _load_or_exit(config)
     port = cfg.server.port if port is None else _in_range("port", port)
     workers = cfg.server.workers if workers is None else _in_range("workers", workers)
+    _workers_fit_store(cfg, workers)
     run(cfg, host or cfg.server.host, port, workers, config)
+
+
+def _workers_fit_store(cfg, workers: int) -> None:
+    from ..config.verify import check_workers
+    from ..errors import ConfigError
+
+    try:
+        check_workers(cfg, workers)
+    except ConfigError as exc:
+        print(f"--workers: {exc.message}", file=sys.stderr)
+        raise typer.Exit(2) from None
 
 
 def _in_range(option: str, value: int) -> int:

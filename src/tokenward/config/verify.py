@@ -21,6 +21,7 @@ def verify_config(cfg: Config) -> None:
     """Raise ``ConfigError`` for anything ``serve``'s start-up would refuse in this config."""
     _check_log_level(cfg)
     _check_server_tls(cfg)
+    check_workers(cfg, cfg.server.workers)
     counters = _check_tokenizers(cfg)
     _check_upstreams(cfg, counters)
     _check_stores(cfg)
@@ -28,6 +29,15 @@ def verify_config(cfg: Config) -> None:
     _check_cache(cfg)
     _check_jwt(cfg)
     _check_abuse(cfg)
+
+
+def check_workers(cfg: Config, workers: int) -> None:
+    """Several workers need a shared budget store: with ``memory`` each worker would keep its
+    own budgets, and a tenant could spend its limits once per worker."""
+    if workers > 1 and cfg.store.url == "memory":
+        raise ConfigError("server.workers", f"{workers} workers need a shared budget store: with store.url "
+                          "memory each worker keeps its own budgets (a tenant could spend its limits "
+                          f"{workers} times); set store.url to a Redis URL, or run one worker")
 
 
 def _check_server_tls(cfg: Config) -> None:
