@@ -82,12 +82,18 @@ class Proc:
                          f"{self.err_path.read_text(errors='replace')[-3000:]}")
 
     def cpu_times(self) -> tuple[float, float]:
-        """(user, system) CPU seconds so far."""
-        try:
-            fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            return 0.0, 0.0
-        return int(fields[11]) / _CLK_TCK, int(fields[12]) / _CLK_TCK
+        """(user, system) CPU seconds so far, of the process and its live children (the
+        workers of ``tokenward serve --workers N`` are forked children of the one started)."""
+        user = system = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if stat.parent.name == str(self.pid) or fields[1] == str(self.pid):   # fields[1]: the parent pid
+                user += int(fields[11])
+                system += int(fields[12])
+        return user / _CLK_TCK, system / _CLK_TCK
 
     def cpu_seconds(self) -> float:
         return sum(self.cpu_times())
