@@ -10,7 +10,8 @@ inproc stub upstream), keeps its context, then times on it, in process CPU:
 - a batch (abuse/engine.py ``flush``) of that many observations, per observation: the
   work done off the request path, in the same process, once a second.
 
-bench/inproc.py prices the whole request with and without them (docs/benchmarks.md).
+bench/inproc.py prices the whole request with and without them (bench/results/2026-12-02/history.md;
+the status row is in docs/benchmarks.md).
 """
 
 from __future__ import annotations

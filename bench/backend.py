@@ -3,7 +3,7 @@
 Why not the project's mock: the backend shares CPU 1 with the load generator, so it must
 cost as little per request as possible. This one answers every POST with one
 pre-encoded HTTP response (one parse, one ``transport.write``), about a third of the
-CPU per request of the mock under uvicorn (see docs/benchmarks.md, "The backend").
+CPU per request of the mock under uvicorn (see bench/results/2026-12-02/history.md, "The backend").
 
 Streaming (``"stream": true`` in the body): ``max_tokens`` SSE chunks at ``--rate``
 chunks per second, then a usage chunk when ``stream_options.include_usage`` is asked

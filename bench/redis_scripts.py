@@ -6,7 +6,7 @@ Starts a private redis-server on a unix socket in a temp dir (pinned to CPU 1), 
 ``batches x concurrency`` requests through the Admitter with the plan of bench/full.yaml
 (five checks), then settles them, and prints Redis's microseconds per EVALSHA for each
 phase, next to a trivial script's, for scale. Redis time is what limits the full pipeline
-once the gateway waits on it (docs/benchmarks.md).
+once the gateway waits on it (bench/results/2026-12-02/history.md).
 """
 
 from __future__ import annotations
