@@ -3,11 +3,18 @@ both run at once on CPU 0 (backend, Redis and wrk on CPU 1) and wrk alternates b
 them in short rounds, so the host's slow and fast phases hit both alike.
 
     python bench/ab.py A_SRC B_SRC [--pipeline full] [--rounds 8] [--duration 3]
+                       [--store redis|memory] [--a-with F] [--b-with F] [--prompt-bytes N] [--unique]
 
 A_SRC and B_SRC are source directories put first on PYTHONPATH (e.g. the ``src`` of a
 ``git worktree`` at another commit). Reported: each round's CPU per request for both and
 their ratio, then the median ratio. A ratio is what to read: on this shared VM a single
 run moves by 10-25%, the ratio of neighbouring rounds by a few percent.
+
+The same code with a feature on in one of them prices the feature (A_SRC = B_SRC = src):
+``--b-with screening`` (the ``standard`` policy: heuristic injection, PII tokenize),
+``--b-with cache`` (the response cache on; wrk's identical requests are hits after the
+first: a hit against a forwarded request), ``--b-with cache --unique`` (every request
+different: the miss path against the cache off). ``--prompt-bytes`` sets the prompt's size.
 """
 
 from __future__ import annotations
@@ -31,10 +38,29 @@ from harness import (  # noqa: E402
 from overhead import CHAT, probe, start_backend, start_redis, write_config  # noqa: E402
 
 
-def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | None):
+FEATURES = ("screening", "cache")
+
+
+def _with(raw: dict, features: str) -> None:
+    """Switch features on in a config (``screening``, ``cache``, ``screening+cache``)."""
+    for feature in filter(None, features.split("+")):
+        if feature not in FEATURES:
+            raise BenchError(f"unknown feature {feature!r} (known: {', '.join(FEATURES)})")
+        for plan in raw["plans"].values():
+            if feature == "screening":
+                raw["screening"] = {"policies": {"standard": {
+                    "injection": {"detector": "heuristic"}, "pii": {"detector": "patterns", "mode": "tokenize"}}}}
+                plan["screening"] = "standard"
+            else:
+                raw["cache"] = {"store": "memory", "max_entries": 100_000}
+                plan["cache"] = True
+
+
+def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | None, features: str = ""):
     """A gateway with ``src`` first on its path and a config (and decision log) of its own."""
     raw = yaml.safe_load(config.read_text())
     raw["logging"]["decisions"] = str(config.parent / f"decisions-{name}.jsonl")
+    _with(raw, features)
     own = config.parent / f"gateway-{name}.yaml"
     own.write_text(yaml.safe_dump(raw, sort_keys=False))
     env = {**os.environ, "PYTHONPATH": str(src.resolve()), "BENCH_WITHOUT": ""}
@@ -51,8 +77,8 @@ def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | Non
     return proc, url
 
 
-def _round(proc, url: str, conns: int, duration: float, api_key: str | None) -> dict:
-    env = {"BENCH_API_KEY": api_key or ""}
+def _round(proc, url: str, conns: int, duration: float, api_key: str | None, body: dict | None = None) -> dict:
+    env = {"BENCH_API_KEY": api_key or "", **(body or {})}
     before = proc.cpu_seconds()
     result = run_wrk(url + CHAT, conns, duration, env)
     used = proc.cpu_seconds() - before
@@ -69,8 +95,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--duration", type=float, default=3.0)
     parser.add_argument("--conns", type=int, default=32)
+    parser.add_argument("--store", choices=("redis", "memory"), default="redis", help="full pipeline's store")
+    parser.add_argument("--a-with", default="", help="features on in A: screening, cache, screening+cache")
+    parser.add_argument("--b-with", default="", help="features on in B")
+    parser.add_argument("--prompt-bytes", type=int, default=0, help="the prompt's size (0: 'Say hello.')")
+    parser.add_argument("--unique", action="store_true", help="every request different (a counter in the prompt)")
     parser.add_argument("--json")
     args = parser.parse_args()
+    body = {}
+    if args.prompt_bytes:
+        prose = "The quarterly report covers revenue, operating costs and the hiring plan for the next quarters. "
+        prompt = (prose * (args.prompt_bytes // len(prose) + 1))[:args.prompt_bytes]
+        body["BENCH_BODY"] = json.dumps({"model": "bench-chat", "max_tokens": 16,
+                                         "messages": [{"role": "user", "content": prompt}]})
+    if args.unique:
+        body["BENCH_UNIQUE"] = "1"
     require("wrk")
     raise_fd_limit()
     rows = []
@@ -78,18 +117,19 @@ def main() -> None:
         tmp = Path(tmp_name)
         with Procs(tmp, deadline_s=args.rounds * 2 * (args.duration + 5) + 180) as procs:
             _, backend_url = start_backend(procs, 20.0)
-            store_url = start_redis(procs, tmp) if args.pipeline == "full" else None
+            store_url = start_redis(procs, tmp) if args.pipeline == "full" and args.store == "redis" else None
             config = write_config(args.pipeline, tmp, backend_url, store_url)
-            (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages)
-                                                    for n, s in (("a", args.a), ("b", args.b)))
+            (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages, w)
+                                                    for n, s, w in (("a", args.a, args.a_with),
+                                                                    ("b", args.b, args.b_with)))
             api_key = probe(url_a, None, config, tmp)
             probe(url_b, api_key, config, tmp)
             for proc, url in ((proc_a, url_a), (proc_b, url_b)):
-                _round(proc, url, args.conns, 1.0, api_key)       # warm
+                _round(proc, url, args.conns, 1.0, api_key, body)       # warm
             for i in range(args.rounds):
                 # A then B on even rounds, B then A on odd: neither always runs first
                 order = ((proc_a, url_a), (proc_b, url_b)) if i % 2 == 0 else ((proc_b, url_b), (proc_a, url_a))
-                got = [_round(p, u, args.conns, args.duration, api_key) for p, u in order]
+                got = [_round(p, u, args.conns, args.duration, api_key, body) for p, u in order]
                 a, b = got if i % 2 == 0 else got[::-1]
                 if a["errors"] or b["errors"]:
                     raise BenchError(f"round {i}: errors A={a['errors']} B={b['errors']}")
@@ -105,6 +145,8 @@ def main() -> None:
           f"max {max(r['ratio'] for r in rows):.3f})")
     if args.json:
         Path(args.json).write_text(json.dumps({"a": str(args.a), "b": str(args.b), "pipeline": args.pipeline,
+                                               "a_with": args.a_with, "b_with": args.b_with, "store": args.store,
+                                               "prompt_bytes": args.prompt_bytes, "unique": args.unique,
                                                "rounds": rows, "median_ratio": ratio}, indent=2))
 
 

@@ -7,6 +7,16 @@ wrk.method = "POST"
 wrk.body = os.getenv("BENCH_BODY") or
   '{"model":"bench-chat","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
 wrk.headers["Content-Type"] = "application/json"
+-- BENCH_UNIQUE=1: every request different (a run stamp and a counter at the prompt's start),
+-- so nothing a gateway remembers per prompt (a cache, a detector's memory) is reused
+if os.getenv("BENCH_UNIQUE") == "1" then
+  local stamp, count = tostring(os.time()), 0
+  local head, tail = wrk.body:match('^(.-"content":")(.*)$')
+  request = function()
+    count = count + 1
+    return wrk.format(nil, nil, nil, head .. "#" .. stamp .. "-" .. count .. " " .. tail)
+  end
+end
 local key = os.getenv("BENCH_API_KEY")
 if key and key ~= "" then
   wrk.headers["Authorization"] = "Bearer " .. key

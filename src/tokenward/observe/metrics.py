@@ -7,6 +7,7 @@ families only when someone scrapes.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -53,10 +54,9 @@ class GatewayMetrics:
             slot = self.scores.get((kind, detector))
             if slot is None:
                 slot = self.scores[(kind, detector)] = [0.0] * (len(self.SCORE_BUCKETS) + 1)
-            for i, bound in enumerate(self.SCORE_BUCKETS):
-                if score <= bound:
-                    slot[i] += 1
-                    break
+            i = bisect_left(self.SCORE_BUCKETS, score)    # the first bucket whose bound is >= score
+            if i < len(self.SCORE_BUCKETS):
+                slot[i] += 1
             slot[-1] += score
 
     def observe(self, ctx: RequestContext) -> None:

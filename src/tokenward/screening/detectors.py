@@ -48,10 +48,16 @@ class InjectionScreener:
         self.detector = detector
         self.name = detector.name
         self._weights = weights
-        self._signals = _PerText(lambda text: tuple((a, b, n) for _, a, b, n in detector.score([text])[1]))
+        signals = getattr(detector, "signals", None)     # one text's signals, without a score per text
+        if signals is None:
+            signals = lambda text: tuple((a, b, n) for _, a, b, n in detector.score([text])[1])  # noqa: E731
+        self._read = signals
+        self._signals = _PerText(signals)
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        spans = [Span(i, a, b, name) for i, text in enumerate(texts) if text for a, b, name in self._signals(text)]
+        signals, direct, short = self._signals, self._read, _PerText.MIN_CHARS
+        spans = [Span(i, a, b, name) for i, text in enumerate(texts) if text
+                 for a, b, name in (direct(text) if len(text) < short else signals(text))]
         z = sum(self._weights[name][0] for name in {span.label for span in spans})
         return ScreenResult(round(1.0 - math.exp(-z), 4) if z > 0 else 0.0, spans)
 
@@ -62,11 +68,13 @@ class PiiScreener:
     def __init__(self, detector, remember: bool = True) -> None:
         self.detector = detector
         self.name = detector.name
+        self._direct = detector.find
         self._find = _PerText(lambda text: tuple(detector.find(text))) if remember else detector.find
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        find = self._find
-        spans = [Span(i, start, end, label) for i, text in enumerate(texts) for start, end, label in find(text)]
+        find, direct, short = self._find, self._direct, _PerText.MIN_CHARS
+        spans = [Span(i, start, end, label) for i, text in enumerate(texts)
+                 for start, end, label in (direct(text) if len(text) < short else find(text))]
         return ScreenResult(1.0 if spans else 0.0, spans)
 
 

@@ -422,6 +422,8 @@ def _spaced(s: str) -> list[tuple[int, int, str]]:
 def _context(s: str, found: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
     """What depends on where signals sit: markdown links judged by their query string, fake turns
     only after some content, quoted triggers, instructions inside HTML comments."""
+    if not found:
+        return found
     out = []
     for a, b, name in found:
         if name == "markdown":                            # an image/link whose query string carries data out
@@ -494,6 +496,11 @@ class HeuristicInjection:
         signals = list(dict.fromkeys(signals))
         z = sum(WEIGHTS[name][0] for name in {s[3] for s in signals})
         return (round(1.0 - math.exp(-z), 4) if z > 0 else 0.0), signals
+
+    @staticmethod
+    def signals(text: str) -> tuple[tuple[int, int, str], ...]:
+        """The distinct (start, end, signal_name) of one text: what ``score`` combines."""
+        return tuple(dict.fromkeys(_read(text))) if text else ()
 
 
 __all__ = ["HeuristicInjection", "WEIGHTS"]

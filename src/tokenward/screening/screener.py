@@ -7,7 +7,7 @@ it is (a signal name, an entity type). It never returns or logs the text itself.
 
 Two shapes, one protocol: ``screen`` returns the result directly (the built-in
 detectors: pure CPU, linear time, run inline) or an awaitable (a model in a thread, a
-remote service), which ``run`` bounds by the screener's latency budget. A screener that
+remote service), which ``start`` bounds by the screener's latency budget. A screener that
 raises, or does not answer within the budget, is a ``ScreenerFailed``: the policy's
 ``on_failure`` decides what that means (closed: 503 ``screening_unavailable``; open:
 admitted and recorded).
@@ -48,18 +48,36 @@ class ScreenerFailed(Exception):
         self.why = why
 
 
-async def run(screener: Screener, texts: Sequence[str], timeout_s: float) -> tuple[ScreenResult, float]:
-    """(result, microseconds taken); raises ScreenerFailed."""
+def start(screener: Screener, texts: Sequence[str],
+          timeout_s: float) -> tuple[ScreenResult, float] | Awaitable[tuple[ScreenResult, float]]:
+    """(result, microseconds taken) at once from a screener that answers synchronously (the
+    built-ins: no coroutine per call on the request's path), else an awaitable of it,
+    bounded by ``timeout_s``. Raises ScreenerFailed."""
     started = perf_counter_ns()
     try:
         result = screener.screen(texts)
-        if inspect.isawaitable(result):
-            result = await asyncio.wait_for(result, timeout_s)
-    except (asyncio.TimeoutError, TimeoutError):
-        raise ScreenerFailed("timeout", f"{screener.name} did not answer within {timeout_s * 1000:g} ms") from None
     except Exception as exc:  # a broken screener is the policy's question, not a 500
         raise ScreenerFailed("error", f"{screener.name} failed: {type(exc).__name__}") from exc
+    if type(result) is ScreenResult or not inspect.isawaitable(result):
+        return result, (perf_counter_ns() - started) / 1000
+    return _bounded(screener, result, timeout_s, started)
+
+
+async def _bounded(screener: Screener, pending: Awaitable[ScreenResult], timeout_s: float,
+                   started: int) -> tuple[ScreenResult, float]:
+    try:
+        result = await asyncio.wait_for(pending, timeout_s)
+    except (asyncio.TimeoutError, TimeoutError):
+        raise ScreenerFailed("timeout", f"{screener.name} did not answer within {timeout_s * 1000:g} ms") from None
+    except Exception as exc:
+        raise ScreenerFailed("error", f"{screener.name} failed: {type(exc).__name__}") from exc
     return result, (perf_counter_ns() - started) / 1000
+
+
+async def run(screener: Screener, texts: Sequence[str], timeout_s: float) -> tuple[ScreenResult, float]:
+    """(result, microseconds taken), whatever the screener's shape; raises ScreenerFailed."""
+    ran = start(screener, texts, timeout_s)
+    return ran if type(ran) is tuple else await ran
 
 
 class Threaded:

@@ -17,7 +17,7 @@ text extracted from the file).
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any
 
 import msgspec
 from msgspec import UNSET
@@ -30,51 +30,53 @@ ATTACHMENT = "attachment"   # a path's last element: replace the whole part with
 JSON = "json"               # a path's last element: the text is JSON, parsed back when replaced
 
 
-def _content(content: Any, base: Path) -> Iterator[tuple[Path | None, str]]:
-    if type(content) is str:
-        yield base, content
-        return
+def _content(content: Any, base: Path, found: list) -> None:
     if not content:
         return
     for j, part in enumerate(content):
         kind = type(part)
         if kind is TextPart:
-            yield (*base, j, "text"), part.text
+            found.append(((*base, j, "text"), part.text))
         elif kind is RefusalPart:
-            yield (*base, j, "refusal"), part.refusal
+            found.append(((*base, j, "refusal"), part.refusal))
 
 
-def _chat(body: Any) -> Iterator[tuple[Path | None, str]]:
+def _chat(body: Any, found: list) -> None:
+    # appends rather than generators: this runs for every screened request
     for i, message in enumerate(body.messages):
-        yield from _content(message.content, ("messages", i, "content"))
+        content = message.content
+        if type(content) is str:
+            found.append((("messages", i, "content"), content))
+        else:
+            _content(content, ("messages", i, "content"), found)
         name = getattr(message, "name", UNSET)
         if name is not UNSET:
-            yield ("messages", i, "name"), name
+            found.append((("messages", i, "name"), name))
         if type(message) is AssistantMessage:
             if isinstance(message.refusal, str):
-                yield ("messages", i, "refusal"), message.refusal
+                found.append((("messages", i, "refusal"), message.refusal))
             for k, call in enumerate(message.tool_calls or ()):
-                yield ("messages", i, "tool_calls", k, "function", "arguments"), call.function.arguments
+                found.append((("messages", i, "tool_calls", k, "function", "arguments"), call.function.arguments))
             if message.function_call:
-                yield ("messages", i, "function_call", "arguments"), message.function_call.arguments
+                found.append((("messages", i, "function_call", "arguments"), message.function_call.arguments))
     for k, tool in enumerate(body.tools or ()):
         fn = tool.function
         if fn.description is not UNSET:
-            yield ("tools", k, "function", "description"), fn.description
+            found.append((("tools", k, "function", "description"), fn.description))
         if fn.parameters is not UNSET:
-            yield ("tools", k, "function", "parameters", JSON), bytes(fn.parameters).decode("utf-8", "replace")
+            found.append((("tools", k, "function", "parameters", JSON), bytes(fn.parameters).decode("utf-8", "replace")))
     fmt = body.response_format
     spec = getattr(fmt, "json_schema", None)
     if spec is not None and spec.description is not UNSET:
-        yield ("response_format", "json_schema", "description"), spec.description
+        found.append((("response_format", "json_schema", "description"), spec.description))
 
 
-def _items(value: Any, field: str) -> Iterator[tuple[Path | None, str]]:
+def _items(value: Any, field: str) -> list[tuple[Path | None, str]]:
     if type(value) is str:
-        yield (field,), value
-    elif isinstance(value, list) and value and type(value[0]) is str:
-        for i, item in enumerate(value):
-            yield (field, i), item
+        return [((field,), value)]
+    if isinstance(value, list) and value and type(value[0]) is str:
+        return [((field, i), item) for i, item in enumerate(value)]
+    return []
 
 
 def caller_texts(request: NormalizedRequest) -> tuple[list[str], list[Path | None]]:
@@ -82,13 +84,14 @@ def caller_texts(request: NormalizedRequest) -> tuple[list[str], list[Path | Non
     is screened but has no place in the body (an attachment read from elsewhere)."""
     body = request.body
     if request.route == "chat":
-        found = list(_chat(body))
+        found: list[tuple[Path | None, str]] = []
+        _chat(body, found)
     elif request.route == "completions":
-        found = list(_items(body.prompt, "prompt"))
+        found = _items(body.prompt, "prompt")
         if isinstance(body.suffix, str):
             found.append((("suffix",), body.suffix))
     else:
-        found = list(_items(body.input, "input"))
+        found = _items(body.input, "input")
     for attachment in request.attachments:
         text = getattr(attachment, "text", None)
         if text:

@@ -108,21 +108,26 @@ class ScreeningStage(BaseStage):
         texts, paths = caller_texts(request)
         result = ctx.screening = Screening(texts, paths)
         if policy.injection is not None:
-            refusal = await self._injection(policy, result)
+            ran = _screen("injection", policy.injection, policy.injection_screener, result)
+            if _pending(ran):                  # a screener that answers later (a model, a service)
+                ran = await _later("injection", policy.injection, policy.injection_screener, result, ran)
+            refusal = self._injection(policy, result, ran)
             if refusal is not None:
                 return refusal
         if policy.pii is not None:
-            return await self._pii(policy, result)
+            ran = _screen("pii", policy.pii, policy.pii_screener, result)
+            if _pending(ran):
+                ran = await _later("pii", policy.pii, policy.pii_screener, result, ran)
+            return self._pii(policy, result, ran)
         return None
 
-    async def _injection(self, policy: CompiledPolicy, result: Screening) -> Refusal | None:
+    def _injection(self, policy: CompiledPolicy, result: Screening, ran) -> Refusal | None:
         cfg, screener = policy.injection, policy.injection_screener
         assert cfg is not None and screener is not None
-        ran = await _screen("injection", cfg, screener, result)
         if isinstance(ran, Refusal) or ran is None:
             return ran
         found, took_us = ran
-        score = round(float(found.score), 4)
+        score = round(float(found.score), 4) if found.score else 0.0
         outcome = "block" if score >= cfg.block_at else "restrict" if score >= cfg.restrict_at else "pass"
         entry: dict[str, Any] = {"detector": screener.name, "score": score, "outcome": outcome, "us": round(took_us, 1)}
         if found.spans:
@@ -138,10 +143,9 @@ class ScreeningStage(BaseStage):
             return None
         return Refusal(Reason.content_blocked, f"the request was blocked by content screening ({screener.name})")
 
-    async def _pii(self, policy: CompiledPolicy, result: Screening) -> Refusal | None:
+    def _pii(self, policy: CompiledPolicy, result: Screening, ran) -> Refusal | None:
         cfg, screener = policy.pii, policy.pii_screener
         assert cfg is not None and screener is not None
-        ran = await _screen("pii", cfg, screener, result)
         if isinstance(ran, Refusal) or ran is None:
             return ran
         found, took_us = ran
@@ -174,11 +178,22 @@ class ScreeningStage(BaseStage):
         return None
 
 
-async def _screen(kind: str, cfg: Any, screener: Any, result: Screening):
-    """(result, microseconds), or what a failure means under ``on_failure``: a Refusal
-    (closed) or None (open: admitted, recorded)."""
+def _screen(kind: str, cfg: Any, screener: Any, result: Screening):
+    """(result, microseconds), an awaitable of that (``_later``), or what a failure means
+    under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
-        return await screening.run(screener, result.texts, cfg.timeout_ms / 1000)
+        return screening.start(screener, result.texts, cfg.timeout_ms / 1000)
+    except screening.ScreenerFailed as exc:
+        return _failed(kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
+
+
+def _pending(ran: Any) -> bool:
+    return ran is not None and type(ran) is not tuple and not isinstance(ran, Refusal)
+
+
+async def _later(kind: str, cfg: Any, screener: Any, result: Screening, pending: Any):
+    try:
+        return await pending
     except screening.ScreenerFailed as exc:
         return _failed(kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
 
