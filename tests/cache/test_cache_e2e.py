@@ -255,3 +255,21 @@ async def test_the_admin_api_purges_a_tenant(tmp_path, mock, monkeypatch):
             assert missing.status_code == 404
         await client.chat.completions.create(model="small-chat", max_tokens=16, messages=said())
         assert await mock.requests() == 2
+
+
+async def test_a_newer_answer_under_the_same_key_is_served_not_a_remembered_one(gw, mock):
+    """The stage remembers decoded hot entries beside the memory store; an answer stored
+    again under the same key (``no-cache`` looks nothing up but stores) must replace it."""
+    client = await sdk(gw)
+
+    async def ask(tokens: int, **headers) -> tuple[str, str]:
+        raw = await client.chat.completions.with_raw_response.create(
+            model="small-chat", max_tokens=16, messages=said(), extra_headers={"x-mock-tokens": str(tokens), **headers})
+        return raw.headers["x-tokenward-cache"], raw.parse().choices[0].message.content
+
+    first = await ask(3)
+    assert first[0] == "miss"
+    assert await ask(7) == ("hit", first[1])              # the backend's answer to the first, from the cache
+    fresh = await ask(5, **{"cache-control": "no-cache"})
+    assert fresh[0] == "bypass" and fresh[1] != first[1]
+    assert await ask(9) == ("hit", fresh[1])              # the newer answer, not the remembered one

@@ -54,6 +54,7 @@ _NOTHING = Usage(0, 0, "counted")
 _decode_entry = msgspec.msgpack.Decoder(CacheEntry).decode
 _encode_entry = msgspec.msgpack.encode
 _LIMIT = struct.Struct(">i")
+_MEMO_ENTRIES, _MEMO_BYTES = 1024, 8 << 20   # decoded hot entries kept beside the memory store
 
 
 def _stored(raw: bytes) -> CacheEntry | None:
@@ -135,6 +136,12 @@ class CacheStage(BaseStage):
         self._prefix = prefix
         self._prices = prices
         self._writes: set[asyncio.Task] = set()
+        # key -> (stored value, its entry, tokens): the memory store hands back the very
+        # value it holds, so a hot entry is decoded once, not on every hit (the identity
+        # check keeps it exact: a new answer under the key is a new object). Bounded.
+        self._decoded: dict[str, tuple[bytes, CacheEntry, int]] = {}
+        self._decoded_bytes = 0
+        self._memo = getattr(store, "name", "") == "memory"
 
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = plan_of(ctx)
@@ -152,12 +159,13 @@ class CacheStage(BaseStage):
             ctx.response_headers.append(_BYPASS)
             METRICS.cached(tenant, "bypass")
         else:
-            entry = await self._lookup(key, note)
-            if entry is not None and entry.serves(limit):
+            found = await self._lookup(key, note)
+            if found is not None and found[1].serves(limit):
+                _, entry, tokens = found
                 ctx.response_headers.append(_HIT)
                 note["outcome"] = "hit"
-                note["saved_tokens"] = entry.tokens
-                METRICS.cached(tenant, "hit", entry.tokens, self._cost(ctx.model, entry.usage))
+                note["saved_tokens"] = tokens
+                METRICS.cached(tenant, "hit", tokens, self._cost(ctx.model, entry.usage))
                 return Hit(entry)
             ctx.response_headers.append(_MISS)
             METRICS.cached(tenant, "miss")
@@ -172,7 +180,7 @@ class CacheStage(BaseStage):
         METRICS.cached(ctx.principal.tenant if ctx.principal is not None else "", "bypass")
         return None
 
-    async def _lookup(self, key: str, note: dict) -> CacheEntry | None:
+    async def _lookup(self, key: str, note: dict) -> tuple[bytes, CacheEntry, int] | None:
         try:
             raw = await self.store.get(key)
         except CacheUnavailable:
@@ -181,7 +189,24 @@ class CacheStage(BaseStage):
             return None
         if raw is None:
             return None
-        return _stored(raw)
+        known = self._decoded.get(key)
+        if known is not None and known[0] is raw:
+            return known
+        entry = _stored(raw)
+        if entry is None:
+            return None
+        found = (raw, entry, entry.tokens)
+        if self._memo and len(raw) <= _MEMO_BYTES // 64:
+            if known is not None:
+                self._decoded_bytes -= len(known[0])
+                del self._decoded[key]
+            while self._decoded and (len(self._decoded) >= _MEMO_ENTRIES or
+                                     self._decoded_bytes + len(raw) > _MEMO_BYTES):
+                oldest = next(iter(self._decoded))
+                self._decoded_bytes -= len(self._decoded.pop(oldest)[0])
+            self._decoded[key] = found
+            self._decoded_bytes += len(raw)
+        return found
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
         pending = ctx.cache
