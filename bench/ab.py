@@ -107,7 +107,7 @@ def main() -> None:
         prose = "The quarterly report covers revenue, operating costs and the hiring plan for the next quarters. "
         prompt = (prose * (args.prompt_bytes // len(prose) + 1))[:args.prompt_bytes]
         body["BENCH_BODY"] = json.dumps({"model": "bench-chat", "max_tokens": 16,
-                                         "messages": [{"role": "user", "content": prompt}]})
+                                         "messages": [{"role": "user", "content": prompt}]}, separators=(",", ":"))
     if args.unique:
         body["BENCH_UNIQUE"] = "1"
     require("wrk")

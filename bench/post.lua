@@ -11,7 +11,8 @@ wrk.headers["Content-Type"] = "application/json"
 -- so nothing a gateway remembers per prompt (a cache, a detector's memory) is reused
 if os.getenv("BENCH_UNIQUE") == "1" then
   local stamp, count = tostring(os.time()), 0
-  local head, tail = wrk.body:match('^(.-"content":")(.*)$')
+  local head, tail = wrk.body:match('^(.-"content":%s*")(.*)$')
+  assert(head, 'BENCH_UNIQUE: the body has no "content" string to stamp')
   request = function()
     count = count + 1
     return wrk.format(nil, nil, nil, head .. "#" .. stamp .. "-" .. count .. " " .. tail)
