@@ -9,15 +9,20 @@ not overlap); the markup regex scans once, skipping to its first characters. Spa
 (``i g n o r e``) are collapsed and read again. ``score = 1 - exp(-z)``, z the summed weights
 of the distinct signals found (0 if z <= 0): 0.92 -> 0.6, 2.3 -> 0.9. docs/injection-eval.md
 has the measured precision, recall and latency, the weights and the blind spots.
+
+The folding is in folding.py, the word lists and signal specs in injection_patterns.py;
+this module builds the regexes from them, scans, and scores.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from itertools import islice
 from typing import Sequence
+
+from .folding import FOLD, HIDDEN, NONWORD, TOK, fold, fold_pattern
+from .injection_patterns import MARKUP_SPECS, V_HEAD, V_OVR, WORD_SPECS, entries
 
 _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltration, M markup, D dampeners
     "O": "override 2.6 precedence 2.4 override_all 2.0 forget_everything 2.0 safety_off 1.6 override_user 1.4 "
@@ -37,302 +42,6 @@ WEIGHTS: dict[str, tuple[float, str]] = {
     name: (float(w), fam) for fam, spec in _FAMILIES.items() for name, w in zip(*[iter(spec.split())] * 2)}
 _ACTIVE = frozenset(n for n, (_, fam) in WEIGHTS.items() if fam in "OPE") | {"address_ai", "indirect_when"}
 
-_DROP = "\x00"    # what a removed character folds to
-_HIDDEN = re.compile("[\\x00\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
-                     "\U000e0000-\U000e007f]+")
-_LEET = str.maketrans("013457@$", "oieastas")
-_PUNCT = dict(zip("‘’‚‛′“”„‟«»–—―‐‑−…", "'''''\"\"\"\"\"\"------.", strict=True))
-
-
-def _fold_char(c: str) -> str:
-    if _HIDDEN.match(c):
-        return _DROP
-    if c in _PUNCT:
-        return _PUNCT[c]
-    s = unicodedata.normalize("NFKC", c)
-    f = s.casefold()
-    if len(f) > len(s):                                   # ß -> ss: keep one character for one
-        f = s.lower() if len(s.lower()) == len(s) else s
-    d = unicodedata.normalize("NFKD", f)
-    bare = "".join(x for x in d if not unicodedata.combining(x))
-    if bare != d:                                         # accents off: é -> e, й -> и, プ -> フ
-        f = unicodedata.normalize("NFC", bare) if bare else _DROP
-    if len(f) > 1 and f.count(f[0]) == len(f):            # … -> ... -> .
-        f = f[0]
-    return f.translate(_LEET)
-
-
-class _FoldTable(dict):
-    """code point -> folded text, for ``str.translate``: ASCII prefilled, the rest cached lazily."""
-
-    def __missing__(self, cp: int) -> str:
-        out = _fold_char(chr(cp))
-        return self.setdefault(cp, out) if len(self) < 65536 else out
-
-
-_FOLD = _FoldTable((i, _fold_char(chr(i))) for i in range(128))
-_SPECIAL = re.compile("[013457@$\\x00\\x80-\\U0010ffff]")   # what str.lower leaves to fold
-_TOK = {i: chr(i) if chr(i).isalnum() or chr(i) == "_" else " " for i in range(128)}
-_NONWORD = re.compile(r"[^\w ]")
-
-
-def _fold1(text: str) -> str:
-    if text.isascii():
-        return text.translate(_FOLD)
-    low = text.lower()                                    # mostly ASCII: fold only what lower() leaves
-    if len(low) == len(text) and (len(text.encode("utf-8", "surrogatepass")) - len(text)) * 8 <= len(text):
-        return _SPECIAL.sub(lambda m: _FOLD[ord(m.group())], low)
-    return text.translate(_FOLD)
-
-
-def _fold(text: str) -> tuple[str, list[int] | None]:
-    """(folded text, index map into ``text``, or None when offsets are unchanged)."""
-    norm = _fold1(text)
-    if len(norm) == len(text) and _DROP not in norm:
-        return norm, None
-    parts, idx, pos = [], [], 0                           # replace what does not fold one for one
-    for m in _SPECIAL.finditer(text):
-        f = _FOLD[ord(m.group())]
-        if len(f) != 1 or f == _DROP:
-            i, f = m.start(), f.replace(_DROP, "")
-            parts += (text[pos:i], f)
-            idx += [*range(pos, i), *[i] * len(f)]
-            pos = i + 1
-    idx += range(pos, len(text) + 1)
-    raw = "".join(parts) + text[pos:]
-    norm = _fold1(raw)
-    if len(norm) != len(raw):                             # folding is idempotent; were it not, offsets stay valid
-        norm = raw.translate(_FOLD)
-        idx = idx if len(norm) == len(raw) else [min(i, len(text)) for i in range(len(norm) + 1)]
-    return norm, idx
-
-
-def _fold_pattern(p: str) -> str:
-    return "".join(c if c.isascii() else _fold_char(c) for c in p)
-
-
-S = r"[^\w\n.!?:;]{1,12}"                                 # separator between two words of one clause
-
-
-def G(n: int) -> str:                                     # up to n filler words, then a separator
-    return rf"(?:{S}\w{{1,30}}){{0,{n}}}?{S}"
-
-
-def _entries(words: str) -> list[tuple[str, str]]:
-    """(first token, regex) of space-separated entries; '+' joins words, a trailing '*' is a stem."""
-    out = []
-    for w in sorted(set(_fold_pattern(words).split()), key=len, reverse=True):
-        regex = r"\s+".join(re.escape(x) for x in w.rstrip("*").split("+")) + (r"\w*" if w.endswith("*") else "")
-        out.append((re.match(r"\w+", w).group(), regex))
-    return out
-
-
-def A(words: str) -> str:
-    return "(?:" + "|".join(regex for _, regex in _entries(words)) + ")"
-
-
-V_OVR = ("ignore ignoring disregard disregarding forget forgetting override overriding bypass skip discard "
-         "neglect abandon drop nevermind set+aside put+aside throw+out throw+away stop+following do+not+follow "
-         "don't+follow dont+follow no+longer+follow pay+no+attention+to do+not+obey don't+obey never+mind "
-         "ignora ignorar olvida olvidar olvide olvídate+de omite omitir descarta haz+caso+omiso+de no+sigas "
-         "ignorez ignorer oublie oubliez oublier ne+tiens+pas+compte+des ne+tiens+pas+compte+de "
-         "ne+tenez+pas+compte+des ne+tenez+pas+compte+de fais+abstraction+de faites+abstraction+de "
-         "ignoriere ignorieren ignoriert ignorier vergiss vergesst vergessen missachte missachten "
-         "esqueça esquece esquecer desconsidere desconsidera desconsiderar despreze "
-         "dimentica dimenticare dimentichi ignorare ignori trascura tralascia non+seguire "
-         "игнорируй игнорируйте проигнорируй проигнорируйте игнорировать забудь забудьте "
-         "не+обращай+внимания+на не+обращайте+внимания+на отбрось отбросьте negeer vergeet zignoruj ignoruj zapomnij")
-Q_ADJ = ("previous prior above earlier preceding foregoing former original initial aforementioned system developer "
-         "anteriores previas precedentes originales iniciales de+arriba précédentes antérieures initiales ci-dessus "
-         "vorherigen vorherige bisherigen bisherige obigen obige vorigen vorige früheren frühere ursprünglichen "
-         "acima originais iniciais precedenti anteriori sopra originali iniziali предыдущ* прежн* прошл* "
-         "вышеуказанн* вышеизложенн* изначальн* ранее vorige eerdere poprzednie wcześniejsze")
-Q_POSS = "your tus sus vos tes deine ihre tuas suas tue твои свои ваши jouw twoje"
-N_OVR = A("instructions instruction rules prompts prompt directives directive guidelines guidance commands orders "
-          "programming guardrails safeguards restrictions constraints policies training directions criteria "
-          "instrucciones instrucción reglas indicaciones órdenes directrices normas consignes règles ordres "
-          "anweisungen anweisung instruktionen befehle regeln vorgaben richtlinien anordnungen "
-          "instruções instrução regras orientações diretrizes ordens istruzioni regole indicazioni direttive ordini "
-          "инструкци* указани* правил* команд* директив* установк* промпт* "
-          "instructies regels instrukcje polecenia zasady")
-Q_POST = A(Q_ADJ + " before+this before so+far until+now given+to+you you+were+given you've+been+given "
-           "you+have+been+given you+received above+this")
-V_HEAD = r"(?<!n't )(?<!not )(?<!dont )(?<!never )" + A(V_OVR)      # an override verb, not negated
-N2 = (r"(?:restrictions|limitations|filters|filtering|censorship|content\s+polic\w*|guidelines|rules|ethics|morals|"
-      r"morality|boundaries|guardrails|safeguards|programming|constraints|ethical\s+guidelines)\b")
-ADJ_FREE = r"(?:unfiltered|uncensored|unrestricted|jailbroken|unaligned|unshackled|unchained|unbound)"
-AI = r"(?:ai|llm|language\s+model|assistant|chatbot|agent|gpt|chatgpt|model|bot|ai\s+assistant)s?\b"
-FILL = (r"(?:{S}(?:me|us|back|out|again|now|please|the|your|its|all|of|full|entire|complete|exact|whole|verbatim|"
-        r"current|actual|real|what|is|in|everything|that|this|precisely|exactly|text|contents?|copy|version)){{0,4}}?"
-        r"{S}").format(S=S)
-TARGET_SYS = (r"(?:system|developer|hidden|secret|internal|initial|confidential|pre|meta)[ -]?(?:prompts?|"
-              r"instructions|messages?|rules|directives)|(?:full|complete|entire|exact|original|first)\s+(?:system\s+)?"
-              r"prompt|(?:your|its|the\s+model's|the\s+assistant's)\s+(?:\w{1,20}\s+)?(?:prompt|instructions|"
-              r"directives|programming|configuration|system\s+message)|(?:the\s+)?(?:instructions|prompt|rules)\s+"
-              r"you\s+(?:were|have\s+been)\s+given")
-ABOVE = (r"(?:the\s+)?(?:text|words|content|instructions|prompt|everything|all|anything)\s+(?:above|before\s+this|"
-         r"preceding\s+this|prior\s+to\s+this)\b")     # usually the caller's own text: weaker
-SENSITIVE = (r"(?:(?:the|this|our|all|entire|full|whole|my|your|their)\s+)?(?:(?:user|users|customer|client|"
-             r"human)(?:'s|')?\s+)?(?:conversation|chat\s+history|chat\s+log|chat|message\s+history|previous\s+"
-             r"messages|messages|system\s+prompt|api[\s_-]?keys?|secrets?|passwords?|credentials|access\s+tokens?|"
-             r"session\s+(?:id|cookie|token)s?|cookies|personal\s+data|user\s+data|private\s+data|history|instructions|"
-             r"memory|context|emails?|files|contacts|documents|(?:credit\s+)?card\s+(?:details|numbers?)|payment\s+"
-             r"details|everything\s+above|text\s+above)\b")
-URLISH = r"(?:https?:|www\.|\burl\b|\bwebhook\b|\bendpoint\b|\w\.(?:com|net|org|io|co|ru|xyz|cn|info|biz|top|tk|cc)\b)"
-REVEAL = ("reveal print show display output repeat recite tell give write dump leak share echo paste spell copy "
-          "disclose expose type list divulge")
-TAIL = r"(?=(?:\W{1,8}\w{1,30}){0,4}?\W{1,8}(?:jailbreak|injection|attack|exploit|adversarial|malicious)\w*)"
-
-# (name, words a match starts with, the rest). Order matters: at one position the first wins.
-WORD_SPECS: list[tuple[str, str, str]] = [
-    ("discussion", "prompt system indirect direct", r"(?:\s+prompt)?[\s-]+injections?\b"),
-    ("discussion", "injection", r"\s+attacks?\b"), ("discussion", "red", r"[\s-]?team\w*"),
-    ("discussion", "jailbreak jailbreaks jailbreaking",
-     r"\s+(?:attacks?|attempts?|prompts?|detection|techniques?|examples?|research|classifiers?|defen[cs]es?)\b"),
-    ("discussion", "defend defending protect protecting guard guarding safeguard harden hardening secure securing",
-     r"(?=(?:\s+\w{1,20}){0,4}?\s+against\b)"),
-    ("discussion", "detect detecting detection prevent preventing mitigate mitigating block blocking filter filtering "
-     "classify classifying sanitize sanitise sanitizing sanitising explain explaining describe", TAIL),
-    ("discussion", "what how why", r"(?:\s+is|\s+are|\s+does|\s+do|'s)" + TAIL),
-    ("discussion", "vulnerable vulnerability vulnerabilities", r"\b"),
-    ("fiction", "write compose draft", r"\s+(?:me\s+)?(?:a|an|the|my)\s+(?:\w{1,20}\s+){0,3}?(?:story|poem|scene|novel|"
-     r"screenplay|script|dialogue|monologue|chapter|song|tale|fanfic|fan\s+fiction)\b"),
-    ("fiction", "novel novels novella screenplay fanfic fiction", r"\b"),
-    ("override_self", V_OVR, rf"\b(?:{S}\w{{1,30}}){{0,2}}?{S}(?:my|our|i)\b{G(3)}{N_OVR}\b"),
-    ("override_self", V_OVR, rf"\b{G(3)}{N_OVR}{S}(?:that\s+)?i\s+(?:gave|wrote|sent|said|provided|mentioned|typed)\b"),
-    ("override", V_OVR, rf"\b{G(4)}(?:{A(Q_ADJ)}|{A(Q_POSS)})\b{G(2)}{N_OVR}\b"),
-    ("override", V_OVR, rf"\b{G(3)}{N_OVR}\b{G(3)}{Q_POST}\b"),
-    ("override_all", V_OVR, rf"\b(?:{S}\w{{1,30}})?{S}(?:all|any|every|each)\b{G(2)}{N_OVR}\b"),
-    ("override_self", V_OVR, rf"{S}(?:all\s+(?:of\s+)?)?(?:everything|what|anything)\s+i\s+(?:said|wrote|told)\b"),
-    ("forget_everything", V_OVR, rf"{S}(?:all\s+(?:of\s+)?)?(?:everything|anything|all\s+that|what)\b{G(3)}(?:above|"
-     r"before|previously|prior|earlier|so\s+far|until\s+now|you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|given|"
-     r"taught|instructed)|you\s+know|you\s+learned)\b"),
-    ("override_user", V_OVR, r"\s+(?:the\s+|this\s+)?(?:user|human|customer|requester)(?:'s|s')?(?:\s+(?:question|"
-     r"request|query|message|instructions?|prompt|input|wishes))?\b"),
-    ("override_weak", V_OVR, rf"\b{G(2)}{N_OVR}\b"),
-    ("precedence", "supersedes supersede takes take overrides override replaces replace cancels voids invalidates "
-     "nullifies", r"(?:\s+precedence\s+over)?\s+(?:(?:all|any|the|your)\s+){0,2}(?:previous|prior|earlier|other|"
-     r"existing|original|system|above|preceding|former)\s+(?:\w{1,20}\s+)?(?:instructions?|rules|prompts?|"
-     r"directives?|guidelines|commands|orders)\b"),
-    ("override_word", "override overrides overriding overridden", r"\b"),
-    ("safety_off", "disable deactivate bypass circumvent remove lift turn switch drop", r"(?:\s+off)?\s+(?:all\s+"
-     r"(?:of\s+)?)?(?:your|its|any|all)\s+(?:\w{1,20}\s+){0,2}?(?:safety|content|ethical|ethics|moral|censorship)\b"),
-    ("new_instructions", "new updated revised real actual true", r"\s+(?:system\s+(?:prompt|message|instructions?)|"
-     r"instructions?|directives?)\s*:"),
-    ("from_now_on", "from", r"\s+now\s+on\b(?=[^\w\n]{1,4}(?:you|u|your)\b)"),
-    ("secrecy", "do don't dont never without", r"(?:\s+not)?\s+(?:tell|inform|notify|alert|let|warn)(?:ing)?\s+the\s+"
-     r"user\b|(?:\s+not)?\s+(?:mention|reveal|disclose)\s+(?:this|these|it)\s+to\s+the\s+user\b"),
-    ("dan", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:going\s+to\s+(?:be|act\s+as)\s+)?[\"']?dan\b"),
-    ("dan", "act known roleplay play become called named", r"(?:\s+as)?\s+(?:a\s+)?[\"']?dan\b"),
-    ("dan", "dan", r"(?:\s+mode\b|[^\w\n]{0,3}(?:which\s+)?stands\s+for\b)"),
-    ("do_anything_now", "do", r"(?<!n't do)(?<!not do)(?<!cannot do)\s+anything\s+now\b"),
-    ("dev_mode", "developer dev god admin sudo root debug jailbreak unrestricted maintenance unfiltered uncensored",
-     r"\s+mode\s+(?:is\s+)?(?:now\s+)?(?:enabled|activated|engaged|unlocked)\b"),
-    ("dev_mode", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:in|operating\s+in|running\s+in|entering)\s+(?:developer|dev|"
-     r"god|admin|sudo|root|debug|jailbreak|unrestricted|unfiltered|uncensored)\s+mode\b"),
-    ("unfiltered_persona", "you", rf"(?:\s+are|'re)\s+(?:now\s+)?(?:an?\s+)?{ADJ_FREE}\b"),
-    ("unfiltered_persona", "act acting behave respond answer reply pretend roleplay role play simulate become",
-     rf"(?:[\s-]+play)?(?:\s+(?:as|like|to\s+be|the\s+role\s+of))?\s+(?:an?\s+)?(?:\w{{1,20}}\s+)?{ADJ_FREE}\b"),
-    ("amoral_persona", "act acting behave respond answer reply pretend roleplay simulate become you", r"(?:\s+are)?"
-     r"(?:\s+(?:as|like|to\s+be))?\s+(?:now\s+)?(?:\w{1,20},\s+)?(?:an?\s+)?(?:unethical|amoral|immoral|lawless)\b"),
-    ("pretend_unbound", "pretend imagine suppose assume hypothetically act", rf"(?:,?\s+if|\s+as\s+if|\s+like)?"
-     rf"(?:\s+that)?\s+(?:you|u)\b{G(4)}(?:no|zero|without|free\s+(?:of|from)|(?:freed|released|liberated)\s+from|"
-     rf"not\s+bound\s+by|unbound\s+by|none\s+of)\b{G(2)}{N2}"),
-    ("pretend_unbound", "pretend imagine suppose assume", r"(?:\s+that)?\s+(?:the\s+|your\s+|all\s+)?(?:\w{1,20}\s+)?"
-     r"(?:rules|guidelines|restrictions|policies|filters|guardrails)\s+(?:don't|do\s+not|no\s+longer|won't)\s+apply\b"),
-    ("no_restrictions", "you ai assistant model chatbot gpt chatgpt dan", r"(?:\s+\w{1,20})?\s+(?:ha(?:ve|s|d)\s+no|"
-     r"have\s+zero|with\s+no|without\s+(?:any\s+)?|(?:are|is)\s+(?:now\s+)?free\s+(?:of|from)|(?:don't|do\s+not|"
-     r"doesn't|does\s+not|dont|doesnt)\s+have\s+any|(?:are|is)\s+not\s+(?:bound|restricted|limited)\s+by)"
-     rf"(?:\s+\w{{1,20}}){{0,2}}?\s+{N2}"),
-    ("no_longer_bound", "you dan ai assistant model chatbot", r"(?:\s+are|\s+is|'re|\s+will\s+be|\s+have\s+been)?\s+"
-     r"(?:now\s+)?(?:(?:no\s+longer|never\s+again)\s+(?:be\s+)?(?:bound|restricted|limited|constrained|governed|"
-     r"held\s+back|required\s+to\s+follow)\b|(?:been\s+)?(?:freed|released|liberated|unshackled)\s+from\b)"),
-    ("freed_from", "broken break breaks freed free liberated released escaped", r"\s+(?:free\s+)?(?:of|from)\s+"
-     r"(?:the\s+)?(?:typical\s+|usual\s+|all\s+|its\s+|your\s+)?(?:confines|restrictions|shackles|chains|"
-     r"constraints|rules|limitations|programming|filters|censorship)\b"),
-    ("unfiltered_ai", "unfiltered uncensored unrestricted jailbroken unaligned unshackled unchained",
-     rf"(?:\s+\w{{1,20}})?\s+(?:{AI}|version|persona|mode|alter\s+ego|responses?|answers?|output)"),
-    ("jailbreak", "jailbreak jailbroken jailbreaking jailbreaks jailbroke", r"\b"),
-    ("never_refuse", "you dan ai assistant model chatbot", r"(?:\s+\w{1,20})?\s+(?:never|not|cannot|can't|won't|"
-     r"will\s+not|must\s+not|shall\s+not|should\s+not|don't|do\s+not|doesn't|does\s+not|mustn't)\s+(?:ever\s+)?"
-     r"(?:refus|declin|deny|denie|reject|says?\s+no|warn|apologi[sz]|moraliz|moralis|lectur|censor)\w*"),
-    ("no_disclaimers", "without no", r"\s+(?:any\s+)?(?:warnings?|disclaimers?|moralis\w+|moraliz\w+|caveats|"
-     r"censorship|refusals?|ethical\s+(?:concerns|considerations))\b"),
-    ("stay_in_character", "stay remain keep never don't dont do", r"(?:\s+not)?\s+(?:in|break)\s+character\b"),
-    ("you_must_now", "you", r"\s+(?:must|will|shall|should|are\s+going\s+to)\s+now\b"),
-    ("you_are_now", "you", r"(?:\s+are|'re)\s+now\b"),
-    ("reveal_prompt", REVEAL, rf"\b{FILL}(?:{TARGET_SYS})\b(?!\s+(?:for|on|about|to\s+make|regarding)\b)"),
-    ("reveal_above", REVEAL, rf"\b{FILL}{ABOVE}"),
-    ("reveal_prompt", "append include add attach insert", rf"\b{FILL}(?:{TARGET_SYS})\b"),
-    ("what_told", "what", r"\s+(?:were|was|are|have|had|did)\s+(?:you|u)\s+(?:been\s+|originally\s+|initially\s+)?"
-     r"(?:told|instructed|programmed|given|trained)\b(?=[^\w\n]*(?:$|[?.!]|to\s+(?:do|say|not|never|always|hide|"
-     r"keep)|before|at\s+the\s+(?:start|beginning)|initially|earlier|by\s+(?:your|the)\s+(?:developers?|creators?|"
-     r"system|operator|company|admin)))|(?:\s+(?:is|are|was|were)|'s)\s+(?:in\s+)?your\s+(?:system\s+prompt|"
-     r"system\s+message|(?:initial|original|hidden|secret|internal|first)\s+(?:prompt|instructions)|instructions|"
-     r"prompt|directives|programming)\b(?!\s+(?:for|on|about|regarding)\b)|\s+does\s+your\s+(?:system\s+)?(?:prompt|"
-     r"instructions)\s+say\b"),
-    ("exfil_send", "send post transmit forward upload exfiltrate submit leak email mail append attach include embed",
-     rf"(?:{S}\w{{1,30}}){{0,4}}?{S}{SENSITIVE}[^\n]{{0,80}}?{URLISH}"),
-    ("send_url", "send post transmit forward upload exfiltrate submit leak",
-     rf"\b[^\n]{{0,60}}?\b(?:to|at|via|into)\s+(?:https?:|www\.)"),
-    ("encode_exfil", "base6a base hex rotie rot",
-     rf"(?:[\s-]?6a|[\s-]?ie)?[\s-]?(?:encode|encoded|encoding|encrypt)\b{G(3)}{SENSITIVE}"),
-    ("encode_exfil", "encode convert translate output print write send return dump",
-     rf"{G(5)}{SENSITIVE}{G(4)}(?:in|into|to|as|using|with|via)\s+(?:base[\s-]?6a|hex|rotie|rot)"),
-    ("credentials", REVEAL + " send", rf"\b{FILL}(?:\w{{1,20}}\s+)?(?:api[\s_-]?keys?|secret\s+keys?|passwords?|"
-     r"credentials|access\s+tokens?|private\s+keys?|environment\s+variables|env\s+vars|ssh\s+keys?)\b"),
-    ("pwned", "say print output write respond reply answer return type", r"(?:\s+with)?(?:\s+only)?(?:\s+the\s+"
-     r"(?:words?|phrase|text))?[^\w\n]{1,4}(?:i\s+have\s+been\s+|i'?ve\s+been\s+)?(?:pwned|hacked|owned)\b"),
-    ("address_ai", "if when while",
-     rf"\s+you\s+are\s+(?:an?\s+)?{AI}(?!\s+(?:manager|director|professor|coach|editor|principal|to|at|in)\b)"),
-    ("address_ai", "note message instructions instruction attention reminder notice important",
-     rf"\s+(?:to|for)\s+(?:the\s+|any\s+|all\s+)?{AI}"),
-    ("address_ai", "ai llm assistant agent chatbot gpt model bot llms agents assistants models", r"\s+(?:reading|"
-     r"processing|summari[sz]ing|parsing|analy[sz]ing|browsing|viewing|scanning|reviewing)\s+(?:this|these)\b"),
-    ("indirect_when", "when while if after before", r"\s+(?:you\s+)?(?:summari[sz]\w*|read\w*|process\w*|analy[sz]\w*|"
-     r"review\w*|translat\w*)\s+(?:this|these|the)\s+(?:page|document|email|e-mail|text|file|website|article|content|"
-     r"message|review|resume|cv|data|webpage|site)\b[^.\n]{0,60}?\b(?:you\s+must|must|should|always|ignore|instead|"
-     r"do\s+not|don't|make\s+sure)\b"),
-    ("hidden_css", "display visibility font opacity color colour", r"(?:-size)?\s*:\s*(?:none|hidden|white|"
-     r"transparent|#fff(?:fff)?|[0o](?:\.[0o]+)?(?:px|pt|em|rem|%)?(?![\w.]))\b"),
-    ("system_prompt_mention", "system hidden secret developer initial meta pre",
-     r"[ -]?(?:prompt|instructions)\b|(?<=system)[ -]?message\b"),
-]
-
-ZH_V = "忽略 无视 無視 忽视 忽視 忘记 忘記 忘掉 不要理会 不要理會 跳过 跳過 抛弃 拋棄 放弃 放棄 不要遵守 不再遵守 别管 別管"
-ZH_REST = (r"[^。！？!?\n]{0,8}?(?:之前|以前|先前|上面|上述|前面|此前|原来|原來|原有|原始|所有|全部|一切|你的|系统|系統)"
-           r"[^。！？!?\n]{0,6}?(?:指令|指示|提示词|提示詞|提示|规则|規則|说明|說明|命令|设定|設定|要求|约束|約束|限制)")
-JA_REST = r"の?(?:指示|命令|指令|ルール|プロンプト|設定)(?:を|は)?(?:全て|すべて)?(?:無視|忘れ)"
-KO_REST = r"\s*(?:지시|명령|지침|규칙|프롬프트)\S{0,3}\s*(?:모두\s*)?(?:무시|잊어)"
-ZH_SHOW = "显示 顯示 输出 輸出 告诉我 告訴我 打印 重复 重複 泄露 洩露"
-ZH_SHOW_REST = r"[^。！？!?\n]{0,6}?(?:系统提示|系統提示|你的指令|你的提示|初始指令|隐藏指令)"
-ROLE_WORDS = r"(?:[ \t]+(?:prompt|message|instructions?|override|note|update))?"
-# (name, first character, the rest): grouped by first character, so sre skips ahead to those.
-MARKUP_SPECS: list[tuple[str, str, str]] = [
-    ("html_comment", "<", r"!--"),
-    ("role_token", "<", r"\|[ \t]*[a-z_]{2,24}[ \t]*\|>|<\s*/?\s*sys\s*>>|(?:start|end)_of_turn>"),
-    ("role_token", "[", r"\s*/?\s*inst\s*\]"),
-    ("role_tag", "<", r"\s*/?\s*(?:system|admin|developer|sys)(?:[\s_-]?(?:message|prompt|instructions?|note|"
-     r"override))?\s*>"),
-    ("role_tag", "[", r"\s*(?:system|admin|administrator|developer|root|sudo|operator)(?:\s+(?:message|note|prompt|"
-     r"override|instructions?|update|alert|notice|command))?\s*\]"),
-    ("role_tag", "#", rf"#{{0,5}}[ \t]*(?:system|admin|developer|assistant){ROLE_WORDS}[ \t]*:|#{{0,5}}[ \t]*(?:system|"
-     r"admin|developer)[ \t]+(?:prompt|message|instructions?|override)[ \t]*$"),
-    ("role_tag", "*", rf"\*{{0,3}}[ \t]*(?:system|admin|developer){ROLE_WORDS}[ \t]*\*{{0,3}}[ \t]*:"),
-    ("dual_response", "[", r"\s*(?:🔓|🔒)?\s*(?:jailbreak|jailbroken|classic|dan|developer\s+mode\s+output|"
-     r"normal\s+output)\s*\]"),
-    ("markdown", "!", r"\[[^\]\n]{0,200}\]\(\s*<?https?://[^\s)]{1,500}"),
-    ("markdown", "[", r"[^\]\n]{0,200}\]\(\s*<?https?://[^\s)]{1,500}"),
-    ("markdown", "<", r"img\b[^>]{0,300}?\bsrc\s*=\s*[\"']?https?://[^\s\"'>]{1,500}"),
-    ("fake_turn", "\n", r"[ \t]*(?:assistant|ai|chatgpt|gpt|bot|model)[ \t]*:[ \t]*(?:sure|of\s+course|certainly|"
-     r"absolutely|okay|ok|understood|yes)\b"),
-    ("role_line", "\n", r"[ \t]*(?:system|assistant|ai|chatgpt|gpt|bot|model)[ \t]*:(?=[ \t]*\S)"),
-    *[("override", w[0], w[1:] + ZH_REST) for w in ZH_V.split()],
-    *[("override", w[0], w[1:] + JA_REST) for w in "以前 前 上記 これまで 先ほど 最初 全て すべて".split()],
-    *[("override", w[0], w[1:] + KO_REST) for w in "이전 앞의 위의 기존 모든".split()],
-    *[("reveal_prompt", w[0], w[1:] + ZH_SHOW_REST) for w in ZH_SHOW.split()],
-]
-
 
 def _build() -> tuple[dict[str, str], re.Pattern, dict[str, str]]:
     """Per first token, its word regex source (compiled on first use); the markup regex; group -> name."""
@@ -347,7 +56,7 @@ def _build() -> tuple[dict[str, str], re.Pattern, dict[str, str]]:
     by_word: dict[str, list[str]] = {}                    # token -> its alternatives, in spec order
     for name, starts, rest in WORD_SPECS:
         heads: dict[str, list[str]] = {}
-        for first, regex in _entries(starts):
+        for first, regex in entries(starts):
             heads.setdefault(first, []).append(regex)
         body = group(name, rest)
         for first, alts in heads.items():                 # the override verbs all share one regex
@@ -355,7 +64,7 @@ def _build() -> tuple[dict[str, str], re.Pattern, dict[str, str]]:
             by_word.setdefault(first, []).append(head + body)
     by_char: dict[str, list[str]] = {}
     for name, first, rest in MARKUP_SPECS:
-        by_char.setdefault(first, []).append(group(name, _fold_pattern(rest)))
+        by_char.setdefault(first, []).append(group(name, fold_pattern(rest)))
     markup = "|".join(f"{re.escape(c)}(?:{'|'.join(alts)})" for c, alts in by_char.items())
     return {w: "|".join(alts) for w, alts in by_word.items()}, re.compile(markup, re.M), names
 
@@ -373,7 +82,7 @@ _CUE = frozenset("ai assistant llm llms chatbot gpt chatgpt claude gemini copilo
 
 
 def _tokens(s: str) -> str:
-    return s.translate(_TOK) if s.isascii() else _NONWORD.sub(" ", s)
+    return s.translate(TOK) if s.isascii() else NONWORD.sub(" ", s)
 
 
 def _scan(s: str) -> tuple[list[tuple[int, int, str]], list[str]]:
@@ -453,11 +162,11 @@ def _context(s: str, found: list[tuple[int, int, str]]) -> list[tuple[int, int, 
 def _hidden(text: str) -> list[tuple[int, int, str]]:
     """Invisible characters (a signal of their own), and what Unicode tag characters spell."""
     out = []
-    for m in islice(_HIDDEN.finditer(text), 64):
+    for m in islice(HIDDEN.finditer(text), 64):
         (a, b), run = m.span(), m.group()
         tags = [(a + i, chr(ord(c) - 0xE0000)) for i, c in enumerate(run) if "\U000e0020" <= c <= "\U000e007e"]
         if tags and not (a and text[a - 1] == "\U0001f3f4"):         # not a subdivision flag emoji
-            hits, _ = _scan("".join(c for _, c in tags).translate(_FOLD))
+            hits, _ = _scan("".join(c for _, c in tags).translate(FOLD))
             out += [(a, b, "tag_chars")] + [(tags[x][0], tags[y - 1][0] + 1, n) for x, y, n in hits]
         elif not tags and not (run in "\u200c\u200d" and a and not text[a - 1].isascii()):  # emoji/script joiners
             out.append((a, b, "invisible_chars"))
@@ -466,7 +175,7 @@ def _hidden(text: str) -> list[tuple[int, int, str]]:
 
 def _read(text: str) -> list[tuple[int, int, str]]:
     """The signals of one text, with offsets into it."""
-    norm, idx = _fold(text)
+    norm, idx = fold(text)
     found, words = _scan(norm)
     if len(_SPACE_HINT.intersection(words)) >= 3:
         found += _spaced(norm)
@@ -474,7 +183,7 @@ def _read(text: str) -> list[tuple[int, int, str]]:
     if idx is not None:
         found = [(idx[a], idx[b - 1] + 1, n) for a, b, n in found]
     for a, b, name in found:
-        if name in _ACTIVE and (_LEET_IN_WORD.search(text, a, b) or (idx and _HIDDEN.search(text, a, b))):
+        if name in _ACTIVE and (_LEET_IN_WORD.search(text, a, b) or (idx and HIDDEN.search(text, a, b))):
             found.append((a, b, "obfuscated"))
             break
     return found + _hidden(text) if idx is not None else found
