@@ -27,13 +27,12 @@ that would, since callers splice spans into JSON.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from collections.abc import Iterable
 
 from .digit_scan import DigitScan, trigger_runs
 from .digit_scan import all_runs as _all_runs  # noqa: F401  (tests swap it in for the trigger)
 from .email_ipv6 import scan_emails, scan_ipv6
-from .spans import Span, contains_digit
+from .spans import Span, contains_digit, keep_apart
 
 __all__ = ["ENTITIES", "PatternDetector", "Span"]
 
@@ -73,20 +72,7 @@ def _resolve(cands: list[Span]) -> list[Span]:
     if len(cands) <= 1:
         return cands
     cands.sort(key=lambda c: (c[0] - c[1], _RANK[c[2]], c[0]))
-    starts: list[int] = []
-    ends: list[int] = []
-    kept: list[Span] = []
-    for cand in cands:
-        s, e, _ = cand
-        i = bisect_right(starts, s)
-        if i and ends[i - 1] > s:
-            continue
-        if i < len(starts) and starts[i] < e:
-            continue
-        starts.insert(i, s)
-        ends.insert(i, e)
-        kept.insert(i, cand)
-    return kept
+    return keep_apart([], cands)
 
 
 class PatternDetector:

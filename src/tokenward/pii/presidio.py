@@ -48,7 +48,6 @@ from __future__ import annotations
 import importlib
 import re
 import threading
-from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -64,6 +63,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .patterns import ENTITIES as BUILTIN_ENTITIES
 from .patterns import PatternDetector, Span
+from .spans import keep_apart
 
 __all__ = ["ENTITIES", "FROM_PRESIDIO", "MIN_SCORE", "PresidioDetector"]
 
@@ -205,18 +205,8 @@ def clean_span(text: str, start: int, end: int, kind: str) -> Span | None:
 def merge(validated: list[Span], candidates: list[tuple[Span, float]]) -> list[Span]:
     """``validated`` (non-overlapping) plus each candidate that overlaps nothing kept;
     candidates are tried longest first, then by higher score. Sorted by start."""
-    kept = sorted(validated)
-    starts = [s for s, _, _ in kept]
-    ends = [e for _, e, _ in kept]
-    for span, _score in sorted(candidates, key=lambda c: (c[0][0] - c[0][1], -c[1], c[0][0])):
-        s, e, _ = span
-        i = bisect_right(starts, s)
-        if (i and ends[i - 1] > s) or (i < len(starts) and starts[i] < e):
-            continue
-        starts.insert(i, s)
-        ends.insert(i, e)
-        kept.insert(i, span)
-    return kept
+    ordered = sorted(candidates, key=lambda c: (c[0][0] - c[0][1], -c[1], c[0][0]))
+    return keep_apart(sorted(validated), (span for span, _score in ordered))
 
 
 class PresidioDetector:
