@@ -386,3 +386,47 @@ async def test_readiness_follows_a_real_server(tiny, tmp_path):
             assert down.status_code == 503 and down.json()["upstreams"]["llama"]["healthy"] is False
     finally:
         proc.stop()
+
+
+# -- screening and the cache in front of the real server ------------------------------------
+
+
+async def test_masked_prompts_and_cached_answers_with_the_real_server(tiny, server, tmp_path):
+    """Personal data tokenized before the server and a cache keyed on the masked request, in
+    front of llama.cpp: the server never receives either caller's address, two callers whose
+    prompts differ only in their own address share one entry (one request reaches the
+    server), and the server's whole answer is replayed whole and as a stream."""
+    config = gateway_config(tiny, server, tmp_path).replace(
+        "    max_messages: 300\n", "    max_messages: 300\n    screening: mask\n    cache: true\n", 1)
+    config += ("screening:\n  policies:\n    mask: {pii: {detector: patterns, mode: tokenize}}\n"
+               "cache: {store: memory, ttl_seconds: 600}\n")
+    async with gateway_in_process(config, tmp_path / "decisions.jsonl") as running:
+        alice = sdk(running)
+        bob = openai.AsyncOpenAI(base_url=running.url + "/v1", max_retries=0, timeout=60,
+                                 api_key=await running.new_key("acme"))
+        before = server.stats()["requests"]
+
+        def ask(address: str) -> list[dict]:
+            return said(f"hello the gateway, write to {address}")
+
+        first = await alice.chat.completions.with_raw_response.create(
+            model="tiny", max_tokens=12, messages=ask("alice@example.com"))
+        second = await bob.chat.completions.with_raw_response.create(
+            model="tiny", max_tokens=12, messages=ask("bob@example.org"))
+        assert [first.headers["x-tokenward-cache"], second.headers["x-tokenward-cache"]] == ["miss", "hit"]
+        answer = first.parse()
+        assert answer.choices[0].finish_reason == "length" and answer.usage.completion_tokens == 12
+        assert second.parse().choices[0].message.content == answer.choices[0].message.content
+        assert second.parse().usage.completion_tokens == 12
+        stream = await bob.chat.completions.create(model="tiny", max_tokens=12, messages=ask("carol@example.net"),
+                                                   stream=True, stream_options={"include_usage": True})
+        text, _, usage = await collect(stream)
+        assert text == answer.choices[0].message.content and usage.completion_tokens == 12
+        seen = server.stats("alice@example.com", "bob@example.org", "carol@example.net", "{EMAIL_0}")
+        assert seen["requests"] == before + 1                       # one reached the server, two were hits
+        assert set(seen["contains"].values()) == {0, 1} and seen["contains"]["{EMAIL_0}"] == 1
+        assert not any(seen["contains"][a] for a in ("alice@example.com", "bob@example.org", "carol@example.net"))
+        await settled(running)
+        records = running.decisions()[-3:]
+        assert [r.get("answered_by") for r in records] == [None, "cache", "cache"]
+        assert all(r["notes"]["budget"]["refunded"] == r["notes"]["budget"]["reserved"] for r in records[1:])
