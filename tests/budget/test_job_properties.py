@@ -39,7 +39,9 @@ store: {lease_s: 30}
 NS = tenant_namespace("tw", "acme")
 
 STEPS = {
-    "create": st.tuples(st.just("create"), st.integers(-1, 7), st.integers(1, 400), st.sampled_from([None, 1, 2, 5])),
+    # a root job is budgeted in tokens or in USD (micro-USD: the same integers), a child in its parent's unit
+    "create": st.tuples(st.just("create"), st.integers(-1, 7), st.integers(1, 400), st.sampled_from([None, 1, 2, 5]),
+                        st.booleans()),
     "reserve": st.tuples(st.just("reserve"), st.integers(0, 7), st.integers(0, 150)),
     "settle": st.tuples(st.just("settle"), st.integers(0, 30), st.sampled_from([policy.SETTLE, policy.FULL, policy.VOID]),
                         st.integers(0, 200)),
@@ -85,15 +87,18 @@ class World:
     async def step(self, s: tuple) -> None:
         kind = s[0]
         if kind == "create":
-            parent = self.jobs[s[1] % len(self.jobs)].id if s[1] >= 0 and self.jobs else None
-            made = await self.book.create("acme", self.plan, JobRequest(s[2], max_attempts=s[3], parent=parent))
+            parent = self.jobs[s[1] % len(self.jobs)] if s[1] >= 0 and self.jobs else None
+            usd = parent.unit == policy.COST if parent is not None else s[4]
+            budget = {"budget_usd": s[2] / 1_000_000} if usd else {"budget_tokens": s[2]}
+            made = await self.book.create("acme", self.plan, JobRequest(**budget, max_attempts=s[3],
+                                                                        parent=parent.id if parent else None))
             self.trace.append(getattr(made, "reason", None))
             if not hasattr(made, "reason"):
                 self.jobs.append(made)
         elif kind == "reserve" and self.jobs:
             meta = self.jobs[s[1] % len(self.jobs)]
             job = await self.book.resolve("acme", meta.id)
-            decision = await self.admitter.reserve("acme", "team", self.plan, "k1", None, None, s[2], 0, job)
+            decision = await self.admitter.reserve("acme", "team", self.plan, "k1", None, None, s[2], s[2], job)
             self.trace.append(decision.reason)
             if decision.ticket is not None:
                 self.tickets.append([decision.ticket, meta.id, s[2], "open"])
@@ -116,7 +121,7 @@ class World:
             self.admitter.keeper.release(ticket)
             t[3] = "abandoned"
         else:
-            assert await self.admitter.settle(ticket, s[3], 0, s[2])
+            assert await self.admitter.settle(ticket, s[3], s[3], s[2])
             t[3] = "settled"
             before = await self.values()
             layout, record_key = ticket.parts[0]
@@ -152,7 +157,7 @@ class World:
 
 
 tree = st.lists(st.tuples(st.just("create"), st.integers(-1, 5), st.integers(20, 400),
-                          st.sampled_from([None, 1, 2, 5])), min_size=1, max_size=6)
+                          st.sampled_from([None, 1, 2, 5]), st.booleans()), min_size=1, max_size=6)
 
 
 async def play(store, steps: list, start: float) -> list:

@@ -9,8 +9,11 @@ import time
 import httpx
 import pytest
 
+from tokenward.budget.limits import safe, tenant_namespace
+from tokenward.budget.policy import SCALE, periods
 from tokenward.observe.work import WORK
 
+from .conftest import FakeClock
 from .gateway_helpers import backend, budget_config, chat, in_process
 
 JOBS = {"max_job_tokens": 5000, "max_open_jobs": 8, "jobs_per_minute": 30}
@@ -105,7 +108,7 @@ async def test_children_carve_from_the_parent_and_bounds_hold(tmp_path):
             assert child["parent"] == parent["id"]
             too_big = await gw.client.post("/v1/jobs", json={"budget_tokens": 41, "parent": parent["id"]}, headers=key)
             refused(too_big, 429, "job_budget_exhausted")
-            assert "40 of its 100 tokens left" in too_big.json()["error"]["message"]
+            assert "40 tokens of its 100 tokens left" in too_big.json()["error"]["message"]
             await new_job(gw, key, budget_tokens=10, parent=parent["id"])
             third = await gw.client.post("/v1/jobs", json={"budget_tokens": 1, "parent": parent["id"]}, headers=key)
             refused(third, 429, "job_budget_exhausted")
@@ -120,6 +123,68 @@ async def test_children_carve_from_the_parent_and_bounds_hold(tmp_path):
                                         headers={**key, "x-tokenward-job": child["id"]})
             refused(resp, 409, "job_cancelled")
             assert await mock.requests() == 0
+
+
+async def test_a_job_budgeted_in_usd_is_charged_what_its_requests_cost(tmp_path, store_url):
+    """A job's budget in cost units: each request reserves its worst-case cost against the
+    job, then the key's and tenant's buckets and the day's spend, in one step; settle gives
+    back the difference at every level; an exhausted job refuses requests and children."""
+    clock = FakeClock()   # no refill between reading a bucket and asserting on it
+    plan = {"key_tokens_per_minute": 50_000, "daily_spend_usd": 5.0, "models": ["small-chat", "free-chat"]}
+    async with backend() as mock:
+        path = config(tmp_path, mock.port, store_url, jobs=plan,
+                      models={"free-chat": {"upstream": "mock", "context_window": 32768}})
+        async with in_process(path, clock=clock) as gw:
+            plaintext, record = await gw.gateway.services.extras["keys"].create("acme")
+            key = {"authorization": f"Bearer {plaintext}"}
+            ns = tenant_namespace("tw", "acme")
+            job = await new_job(gw, key, budget_usd=0.0002)
+            assert job["unit"] == "usd" and job["budget_usd"] == 0.0002 and job["remaining_usd"] == 0.0002
+            assert job["budget_tokens"] is None
+            headers = {**key, "x-tokenward-job": job["id"]}
+            ok = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=40), headers=headers)
+            assert ok.status_code == 200, ok.text
+            usage = ok.json()["usage"]
+            cost = usage["prompt_tokens"] * 1 + usage["completion_tokens"] * 2   # micro-USD at $1 / $2 per M
+            await gw.settled()
+            view = (await gw.client.get(f"/v1/jobs/{job['id']}", headers=key)).json()
+            assert view["spent_usd"] == cost / 1e6 and view["reserved_usd"] == 0
+            assert view["remaining_usd"] == pytest.approx((200 - cost) / 1e6)
+            # the tenant's and the key's buckets and the day's spend got their refunds too
+            day = periods(int(clock.now * 1000)).day
+            assert (await gw.store.value(f"{ns}:b:tokens"))[0] // SCALE == 100_000 - usage["total_tokens"]
+            key_bucket = await gw.store.value(f"{ns}:k:{safe(record.id)}:b:tokens")
+            assert key_bucket[0] // SCALE == 50_000 - usage["total_tokens"]
+            assert await gw.store.value(f"{ns}:s:d:{day}") == cost
+            seen = await mock.requests()
+            over = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=90), headers=headers)
+            refused(over, 429, "job_budget_exhausted")
+            message = over.json()["error"]["message"]
+            assert over.headers["x-should-retry"] == "false"
+            assert f"${(200 - cost) / 1e6:.6f} are left" in message and "1 of its 1 admitted attempts" in message
+            # exhausted: terminal for requests and for children alike
+            child = await gw.client.post("/v1/jobs", json={"budget_usd": 0.000001, "parent": job["id"]}, headers=key)
+            refused(child, 429, "job_budget_exhausted")
+            assert (await gw.store.value(f"{ns}:b:tokens"))[0] // SCALE == 100_000 - usage["total_tokens"]
+            # one unit down a tree; a USD job runs only priced models
+            other = await new_job(gw, key, budget_usd=0.001)
+            mixed = await gw.client.post("/v1/jobs", json={"budget_tokens": 10, "parent": other["id"]}, headers=key)
+            refused(mixed, 400, "invalid_field")
+            assert mixed.json()["error"]["param"] == "budget_tokens"
+            free = await gw.client.post("/v1/chat/completions", json={**chat(max_tokens=5), "model": "free-chat"},
+                                        headers={**key, "x-tokenward-job": other["id"]})
+            refused(free, 400, "invalid_field")
+            assert "no price" in free.json()["error"]["message"]
+            for body in ({"budget_usd": 0.0}, {"budget_usd": 10.5}, {"budget_usd": 1.0, "budget_tokens": 5}):
+                refused(await gw.client.post("/v1/jobs", json=body, headers=key), 400, "invalid_field")
+            assert await mock.requests() == seen
+            # the controls: the same model outside the job, and a priced request in the USD job
+            free_ok = await gw.client.post("/v1/chat/completions", json={**chat(max_tokens=5), "model": "free-chat"},
+                                           headers=key)
+            paid_ok = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=5),
+                                           headers={**key, "x-tokenward-job": other["id"]})
+            assert free_ok.status_code == 200 and paid_ok.status_code == 200
+            assert await mock.requests() == seen + 2
 
 
 async def test_job_terms_are_checked_precisely(tmp_path):

@@ -148,10 +148,12 @@ class PlanConfig(_Strict):
     # The response cache (cache section): opt in per plan; TTL per plan (None: the cache's).
     cache: bool = False
     cache_ttl_seconds: float | None = None
-    # Agent jobs (docs/jobs.md): what POST /v1/jobs may ask. A job's budget_tokens at most;
-    # jobs open at once per tenant (0: no jobs on this plan); creations per minute per
-    # tenant; a job's max_seconds at most (and its default).
+    # Agent jobs (docs/jobs.md): what POST /v1/jobs may ask. A job's budget_tokens at most
+    # (budget_usd at most, for a job budgeted in cost); jobs open at once per tenant (0: no
+    # jobs on this plan); creations per minute per tenant; a job's max_seconds at most (and
+    # its default).
     max_job_tokens: int = 1_000_000
+    max_job_usd: float = 10.0
     max_open_jobs: int = 16
     jobs_per_minute: int = 60
     max_job_seconds: float = 3600.0
@@ -389,7 +391,7 @@ RANGES: dict[type, dict[str, Bound]] = {
         "max_inflight_tokens": _ONE,
         "key_tokens_per_minute": _ONE,
         "key_requests_per_minute": _ONE,
-        "max_job_tokens": _ONE, "jobs_per_minute": _ONE, "max_job_seconds": _POSITIVE,
+        "max_job_tokens": _ONE, "jobs_per_minute": _ONE, "max_job_seconds": _POSITIVE, "max_job_usd": _POSITIVE,
         "max_open_jobs": _NONNEG,          # 0: this plan creates no jobs
     },
     StoreConfig: {

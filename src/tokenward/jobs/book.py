@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
 from ..budget import job_policy
 from ..budget.job_policy import Limits
 from ..budget.limits import tenant_namespace
-from ..budget.policy import CANCELLED, EXHAUSTED, JobValue
+from ..budget import policy
+from ..budget.policy import CANCELLED, COST, EXHAUSTED, TOKENS, JobValue
 from ..budget.store import JobCreate, JobRecord, StoreUnavailable
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
@@ -92,6 +93,8 @@ class JobBook:
         refusal = _check_terms(plan, body)
         if refusal is not None:
             return refusal
+        unit, budget = (TOKENS, body.budget_tokens) if body.budget_usd is None \
+            else (COST, policy.micro_usd(body.budget_usd))
         now_ms = self.admitter.now_ms()
         deadline = now_ms + int((body.max_seconds or plan.max_job_seconds) * 1000)
         parent = None
@@ -102,10 +105,14 @@ class JobBook:
                     else parent
             if len(parent.meta.chain) + 2 > terms.MAX_DEPTH:
                 return Refusal(Reason.invalid_field, f"jobs nest at most {terms.MAX_DEPTH} deep", param="parent")
+            if parent.meta.unit != unit:   # carving compares amounts: one unit down a tree
+                return Refusal(Reason.invalid_field, f"job {parent.meta.id} is budgeted in "
+                                                     f"{_UNIT_FIELD[parent.meta.unit]}: a child job is too",
+                               param=_UNIT_FIELD[unit])
             deadline = min(deadline, parent.meta.deadline_ms)   # a child never outlives its parent
         p = parent.meta if parent is not None else None
-        meta = JobMeta(terms.new_id(), body.budget_tokens, now_ms, deadline, body.max_attempts, body.max_children,
-                       p.id if p else None, (p.id, *p.chain) if p else ())
+        meta = JobMeta(terms.new_id(), budget, now_ms, deadline, body.max_attempts, body.max_children,  # type: ignore[arg-type]
+                       p.id if p else None, (p.id, *p.chain) if p else (), unit)
         call = JobCreate(self.namespace(tenant), meta.id, now_ms, deadline, meta.budget,
                          Limits(plan.jobs_per_minute, plan.max_open_jobs), terms.encode_meta(meta),
                          p.id if p else "", p.budget if p else 0, (p.max_children or 0) if p else 0,
@@ -137,9 +144,11 @@ class JobBook:
             return Refusal(Reason.job_budget_exhausted, f"job {parent.id} already has its {parent.max_children} "
                                                         "children (max_children)", param="parent", headers=_TERMINAL)
         left = parent.budget - record.value.used if record.value is not None else 0
-        return Refusal(Reason.job_budget_exhausted, f"job {parent.id} has {max(left, 0)} of its {parent.budget} tokens "
-                                                    f"left to carve, fewer than budget_tokens {body.budget_tokens}",
-                       param="budget_tokens", headers=_TERMINAL)
+        field = _UNIT_FIELD[parent.unit]
+        return Refusal(Reason.job_budget_exhausted, f"job {parent.id} has {parent.amount(max(left, 0))} of its "
+                                                    f"{parent.amount(parent.budget)} left to carve, fewer than "
+                                                    f"{field} {getattr(body, field)}",
+                       param=field, headers=_TERMINAL)
 
     # -- showing and cancelling ---------------------------------------------------------------
     async def view(self, tenant: str, job_id: str) -> dict | Refusal:
@@ -201,7 +210,8 @@ class JobBook:
                                                        [(meta.id, meta.budget, -1)], EXHAUSTED):
             WORK.job_event(tenant, "exhausted")
         why = (f"its {meta.max_attempts} attempts are used" if meta.max_attempts and own.attempts >= meta.max_attempts
-               else f"this request needs {needed} tokens and {max(meta.budget - own.used, 0)} are left")
+               else f"this request needs {meta.amount(needed)} and {meta.amount(max(meta.budget - own.used, 0))} "
+                    "are left")
         return Refusal(Reason.job_budget_exhausted, f"job {meta.id} is exhausted: {why}; {_progress(meta, own)}",
                        headers=(*headers, NO_RETRY))
 
@@ -220,9 +230,16 @@ class JobBook:
 def _check_terms(plan: PlanConfig, body: JobRequest) -> Refusal | None:
     if plan.max_open_jobs == 0:
         return Refusal(Reason.feature_not_entitled, "this plan has no agent jobs (max_open_jobs: 0)")
-    if body.budget_tokens < 1 or body.budget_tokens > plan.max_job_tokens:
+    if (body.budget_tokens is None) == (body.budget_usd is None):
+        return Refusal(Reason.invalid_field, "a job has a budget in tokens or in USD: give exactly one of "
+                                             "budget_tokens and budget_usd", param="budget_tokens")
+    if body.budget_tokens is not None and not 1 <= body.budget_tokens <= plan.max_job_tokens:
         return Refusal(Reason.invalid_field, f"budget_tokens must be between 1 and this plan's max_job_tokens "
                                              f"({plan.max_job_tokens})", param="budget_tokens")
+    if body.budget_usd is not None and not (0 < body.budget_usd <= plan.max_job_usd
+                                            and policy.micro_usd(body.budget_usd) >= 1):
+        return Refusal(Reason.invalid_field, f"budget_usd must be at least 0.000001 and at most this plan's "
+                                             f"max_job_usd ({plan.max_job_usd:g})", param="budget_usd")
     if body.max_attempts is not None and body.max_attempts < 1:
         return Refusal(Reason.invalid_field, "max_attempts must be >= 1 (or absent: no limit)", param="max_attempts")
     if body.max_children is not None and body.max_children < 0:
@@ -235,12 +252,15 @@ def _check_terms(plan: PlanConfig, body: JobRequest) -> Refusal | None:
     return None
 
 
+_UNIT_FIELD = {TOKENS: "budget_tokens", COST: "budget_usd"}
+
+
 def _progress(meta: JobMeta, value: JobValue) -> str:
     spent = max(value.used - value.held - value.carved, 0)
     finished = max(value.attempts - value.open, 0)
-    carved = f", {value.carved} carved out for children" if value.carved else ""
-    return (f"{finished} of its {value.attempts} admitted attempts finished, {spent} of its {meta.budget} tokens "
-            f"spent, {value.held} reserved by attempts still running{carved}")
+    carved = f", {meta.amount(value.carved)} carved out for children" if value.carved else ""
+    return (f"{finished} of its {value.attempts} admitted attempts finished, {meta.amount(spent)} of its "
+            f"{meta.amount(meta.budget)} spent, {meta.amount(value.held)} reserved by attempts still running{carved}")
 
 
 def _closed(meta: JobMeta, own: JobValue | None, ancestors: list, now_ms: int, what: str,

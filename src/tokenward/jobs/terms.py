@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from ..budget.limits import TenantBudget, _Spec, safe
-from ..budget.policy import ANCESTOR, JOB, TOKENS
+from ..budget.policy import ANCESTOR, COST, JOB, TOKENS
 
 ID_PREFIX = "job_"
 _ID = re.compile(r"job_[a-z2-7]{26}\Z")
@@ -34,9 +34,10 @@ def well_formed(job_id: str) -> bool:
 
 
 class JobRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):
-    """The body of ``POST /v1/jobs``; budgets are in the plan's token units."""
+    """The body of ``POST /v1/jobs``: a budget in tokens or in USD (exactly one of the two)."""
 
-    budget_tokens: int
+    budget_tokens: int | None = None
+    budget_usd: float | None = None      # priced like the plan's spend limits (models' prices)
     max_attempts: int | None = None      # admitted requests at most; None: no limit
     max_children: int | None = None      # child jobs at most; None: no limit
     max_seconds: float | None = None     # wall-clock lifetime; None: the plan's max_job_seconds
@@ -57,12 +58,17 @@ class JobMeta(msgspec.Struct, frozen=True):
     max_children: int | None = None
     parent: str | None = None
     chain: tuple[str, ...] = ()          # its ancestors' ids, nearest first
+    unit: str = TOKENS                   # what budget counts: TOKENS, or COST (micro-USD)
 
     def specs(self) -> list[_Spec]:
         """Its checks, first in a reservation (the store relies on the job check being the
         first): the job itself, then every ancestor (cancelled or expired stops it)."""
-        own = _Spec("job", f"j:{safe(self.id)}", JOB, TOKENS, self.budget, self.max_attempts or 0)
+        own = _Spec("job", f"j:{safe(self.id)}", JOB, self.unit, self.budget, self.max_attempts or 0)
         return [own, *(_Spec("job_ancestor", f"j:{safe(a)}", ANCESTOR, TOKENS, 0, 0) for a in self.chain)]
+
+    def amount(self, value: int) -> str:
+        """An amount of this job's unit, for a message: "22 tokens" or "$0.000022"."""
+        return f"{value} tokens" if self.unit == TOKENS else f"${value / 1_000_000:.6f}"
 
 
 encode_meta = msgspec.json.Encoder().encode
@@ -98,10 +104,14 @@ def public(meta: JobMeta, record: Any, state: str) -> dict:
     value = record.value
     used, held, carved = (value.used, value.held, value.carved) if value is not None else (0, 0, 0)
     attempts, open_ = (value.attempts, value.open) if value is not None else (0, 0)
+    amounts = {"budget": meta.budget, "reserved": held, "spent": max(used - held - carved, 0), "carved": carved,
+               "remaining": max(meta.budget - used, 0)}
+    if meta.unit == COST:   # the *_tokens fields stay, empty: a job counts one unit
+        budget = {f"{k}_tokens": None for k in amounts} | {f"{k}_usd": v / 1_000_000 for k, v in amounts.items()}
+    else:
+        budget = {f"{k}_tokens": v for k, v in amounts.items()}
     return {
-        "id": meta.id, "object": "job", "state": state,
-        "budget_tokens": meta.budget, "reserved_tokens": held, "spent_tokens": max(used - held - carved, 0),
-        "carved_tokens": carved, "remaining_tokens": max(meta.budget - used, 0),
+        "id": meta.id, "object": "job", "state": state, "unit": "usd" if meta.unit == COST else "tokens", **budget,
         "attempts": attempts, "open_attempts": open_, "finished_attempts": max(attempts - open_, 0),
         "max_attempts": meta.max_attempts, "children": len(record.children), "child_ids": list(record.children),
         "max_children": meta.max_children, "parent": meta.parent,

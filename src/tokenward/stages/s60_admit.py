@@ -99,6 +99,10 @@ class AdmissionStage(BaseStage):
         estimate = self._estimate(ctx, plan)
         model = estimate.model
         priced = self._models.get(model) if model is not None else None
+        if job is not None and job.meta.unit == policy.COST and (priced is None or priced[0] == policy.FREE):
+            # a job budgeted in USD is bounded only by what its requests cost
+            return Refusal(Reason.invalid_field, f"job {job.meta.id} is budgeted in USD and model {model!r} has no "
+                                                 "price: such a job runs only priced models", param="model")
         decision = await self.admitter.reserve(
             principal.tenant, principal.plan_name, plan, principal.key_id, model,
             priced[1] if priced is not None else None, estimate.tokens, estimate.cost, job)
@@ -113,7 +117,8 @@ class AdmissionStage(BaseStage):
             record["refused_by"] = decision.limit or "store"
             WORK.refused(principal.tenant, estimate.tokens, decision.terminal, decision.retry_after, job is not None)
             if decision.limit in JOB_LIMITS:
-                return await self.jobs.refused(principal.tenant, job, estimate.tokens, decision.headers)
+                needed = estimate.cost if job.meta.unit == policy.COST else estimate.tokens
+                return await self.jobs.refused(principal.tenant, job, needed, decision.headers)
             return _refusal(decision, estimate)
         ctx.reservation = Reservation(ticket.reservation_id, principal.tenant, estimate.tokens,
                                       estimate.cost, "streams" in limits, limits)
