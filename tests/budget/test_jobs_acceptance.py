@@ -104,3 +104,80 @@ async def test_four_tasks_of_three_attempts_against_a_100_token_job(tmp_path, re
             for client in clients:
                 await client.close()
             await gw.settled()
+
+
+async def test_four_child_jobs_carve_from_the_parent_and_minting_new_jobs_stays_bounded(tmp_path, redis_server):
+    """The same fan-out with the four tasks as child jobs: each carves 25 of the parent's
+    100 at creation, so its second attempt (22 more) is refused terminally and no fifth
+    child fits; the parent's tree never reserves more than 100. A client that then mints
+    fresh jobs to carry on is bounded by the plan: jobs_per_minute x max_job_tokens."""
+    plan = {**PLAN, "max_job_tokens": BUDGET, "jobs_per_minute": 8, "max_open_jobs": 16}
+    async with backend() as mock:
+        path = budget_config(tmp_path, mock.port, redis_server.url, plans={"team": plan})
+        async with in_process(path) as gw:
+            key = await gw.new_key()
+            ns = tenant_namespace("tw", "acme")
+            parent = (await gw.client.post("/v1/jobs", json={"budget_tokens": BUDGET, "max_children": TASKS},
+                                           headers=key)).json()["id"]
+            made = await asyncio.gather(*(gw.client.post("/v1/jobs", json={"budget_tokens": BUDGET // TASKS,
+                                                                           "parent": parent}, headers=key)
+                                          for _ in range(TASKS)))
+            assert [r.status_code for r in made] == [201] * TASKS
+            children = [r.json()["id"] for r in made]
+            fifth = await gw.client.post("/v1/jobs", json={"budget_tokens": 1, "parent": parent}, headers=key)
+            assert fifth.status_code == 429 and fifth.json()["error"]["code"] == "job_budget_exhausted"
+            client = openai.AsyncOpenAI(base_url=gw.url + "/v1", api_key=key["authorization"][7:])
+            peaks = {"used": 0, "held": 0}
+            stop = asyncio.Event()
+            watcher = asyncio.ensure_future(watch_job(gw.store, ns, parent, peaks, stop))
+
+            async def task(job: str) -> list[str]:
+                outcome = []
+                for _ in range(ATTEMPTS):
+                    try:
+                        await client.completions.create(model="small-chat", prompt="go", max_tokens=OUTPUT,
+                                                        extra_headers={"x-tokenward-job": job,
+                                                                       "x-mock-tokens": str(OUTPUT)})
+                        outcome.append("ran")
+                    except openai.RateLimitError as exc:
+                        assert exc.response.headers["x-should-retry"] == "false"
+                        outcome.append(exc.body["code"])
+                        break
+                return outcome
+
+            outcomes = await asyncio.gather(*(task(job) for job in children))
+            stop.set()
+            await watcher
+            assert outcomes == [["ran", "job_budget_exhausted"]] * TASKS
+            assert await mock.requests() == TASKS
+            assert peaks["used"] == BUDGET                  # all of it carved, never more
+            records = await gw.wait_decisions(TASKS * 2 + TASKS + 2)
+            assert len([r for r in records if r.get("reason") == "job_budget_exhausted"
+                        and r.get("decided_by") == "admission"]) == TASKS   # no SDK retry
+            for job in children:
+                view = (await gw.client.get(f"/v1/jobs/{job}", headers=key)).json()
+                assert view["state"] == "exhausted" and view["spent_tokens"] == 21 and view["reserved_tokens"] == 0
+
+            # minting: each fresh job is bounded by max_job_tokens, and fresh jobs by
+            # jobs_per_minute (the parent and its four children used 5 of the 8)
+            admitted_tokens, minted, refusal = 0, 0, None
+            for _ in range(20):
+                fresh = await gw.client.post("/v1/jobs", json={"budget_tokens": BUDGET}, headers=key)
+                if fresh.status_code != 201:
+                    refusal = fresh
+                    break
+                minted += 1
+                for _ in range(ATTEMPTS * 2):
+                    try:
+                        response = await client.completions.create(
+                            model="small-chat", prompt="go", max_tokens=OUTPUT,
+                            extra_headers={"x-tokenward-job": fresh.json()["id"], "x-mock-tokens": str(OUTPUT)})
+                        admitted_tokens += response.usage.total_tokens
+                    except openai.RateLimitError:
+                        break
+            assert minted == 3 and admitted_tokens <= minted * BUDGET
+            assert refusal.status_code == 429 and refusal.json()["error"]["code"] == "rate_limited"
+            assert int(refusal.headers["retry-after"]) >= 1
+            assert await mock.requests() == TASKS + minted * 4   # four 22-token attempts fit in each 100
+            await client.close()
+            await gw.settled()
