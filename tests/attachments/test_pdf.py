@@ -41,9 +41,9 @@ HOSTILE: dict[str, tuple[Callable[[], bytes], bool, str | None]] = {
     "page bomb, lying count": (
         lambda: hostile.page_bomb(honest_count=False), True, "more than the limit of 10"),
     "deep arrays": (hostile.deep_nesting, True, None),
-    "deep dictionaries": (lambda: hostile.deep_nesting(dictionaries=True), False, None),
+    "deep dictionaries": (lambda: hostile.deep_nesting(dictionaries=True), True, "more than 64 levels deep"),
     "truncated": (hostile.truncated_pdf, True, "malformed"),
-    "huge declared length": (hostile.huge_declared_length, False, None),
+    "huge declared length": (hostile.huge_declared_length, True, "exceeds a safety limit"),
     "decompression bomb": (hostile.decompression_bomb, True, None),
     "slow page": (hostile.slow_page, True, "took longer than 2 s"),
     "not a pdf": (hostile.not_a_pdf, True, "is not a PDF"),

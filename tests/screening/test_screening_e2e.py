@@ -300,8 +300,13 @@ async def test_a_pdfs_text_is_masked_and_the_file_never_reaches_the_backend(mock
         assert part["type"] == "text" and "{EMAIL_0}" in part["text"] and EMAIL not in json.dumps(body)
 
 
-@pytest.mark.parametrize("hostile", ["page_bomb", "truncated_pdf", "decompression_bomb", "encrypted_pdf"])
+@pytest.mark.parametrize("hostile", ["page_bomb", "deep_nesting", "truncated_pdf", "huge_declared_length",
+                                     "decompression_bomb", "encrypted_pdf"])
 async def test_a_hostile_pdf_is_rejected_and_the_next_request_is_served(mock, tmp_path, hostile):
+    """The gateway's own process reads none of it (its peak memory stays put: the sandboxed
+    reader does the parsing), answers attachment_rejected within the reader's time limit,
+    and serves the next request."""
+    import resource
     import time
 
     from tests.attachments import hostile as files
@@ -312,12 +317,14 @@ async def test_a_hostile_pdf_is_rejected_and_the_next_request_is_served(mock, tm
     async with gateway_in_process(yaml.safe_dump(raw), tmp_path / "decisions.jsonl") as gw:
         sdk = openai.AsyncOpenAI(base_url=gw.url + "/v1", api_key=await gw.new_key("none"), max_retries=0)
         before = await mock.requests()
+        part = pdf_part(getattr(files, hostile)())
+        peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         started = time.monotonic()
         with pytest.raises(openai.BadRequestError) as caught:
             await sdk.chat.completions.create(model="small-chat", max_tokens=30, messages=[
-                {"role": "user", "content": [{"type": "text", "text": "read this"},
-                                             pdf_part(getattr(files, hostile)())]}])
+                {"role": "user", "content": [{"type": "text", "text": "read this"}, part]}])
         assert caught.value.code == "attachment_rejected" and time.monotonic() - started < 7
+        assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_kb < 50 * 1024
         assert caught.value.body["param"] == "messages[0].content[1].file.file_data"
         assert await mock.requests() == before
         ok = await sdk.chat.completions.create(model="small-chat", max_tokens=30, messages=[

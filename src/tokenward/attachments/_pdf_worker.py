@@ -188,6 +188,7 @@ def _walk_page_tree(root: Any, max_pages: int) -> int:
             raise Rejected("has a page tree too large or too tangled to read")
         if not isinstance(node, dict):
             continue
+        check_nesting(node)
         kind = node.get("/Type")
         if kind == "/Pages" or (kind is None and "/Kids" in node):
             kids = node.get("/Kids")
@@ -204,6 +205,28 @@ def _walk_page_tree(root: Any, max_pages: int) -> int:
             if leaves > max_pages:
                 raise Rejected(f"has more than {max_pages} pages, the limit")
     return leaves
+
+
+MAX_NESTING = 64          # arrays and dictionaries inside each other; real files stay under ten
+_MAX_NODES = 100_000
+
+
+def check_nesting(obj: Any) -> None:
+    """Refuse an object whose arrays and dictionaries nest deeper than ``MAX_NESTING``
+    (walked without recursion, direct objects only, a bounded number of them): a parser
+    that recovers from such a file has still been handed a hostile one."""
+    stack, nodes = [(obj, 0)], 0
+    while stack:
+        node, depth = stack.pop()
+        nodes += 1
+        if depth > MAX_NESTING:
+            raise Rejected(f"nests objects more than {MAX_NESTING} levels deep")
+        if nodes > _MAX_NODES:
+            raise Rejected("has an object too large to read")
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values() if isinstance(v, (dict, list)))
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node if isinstance(v, (dict, list)))
 
 
 def count_pages(reader: Any, max_pages: int) -> int:
@@ -240,6 +263,7 @@ def extract(data: bytes, limits: WorkerLimits) -> tuple[str, bool]:
     reader = PdfReader(io.BytesIO(data), strict=False)
     if reader.is_encrypted:
         raise Rejected("is encrypted")
+    check_nesting(reader.root_object)
     count_pages(reader, limits.max_pages)
     return collect_text(reader, limits.max_pages, limits.max_text_chars)
 
