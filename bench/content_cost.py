@@ -14,7 +14,7 @@ variant over the rounds is kept: other load only ever adds):
 3. the cache: a miss against the cache off (target: at most +10 us), and a hit against a
    forwarded request through the same pipeline (target: at most half its CPU);
 4. the stream restorer: CPU per chunk with nothing to restore and with a placeholder
-   split across chunks (target: <= 5 us per chunk).
+   split across chunks (target: <= 5 us per chunk); the output screen per chunk.
 
 Like inproc.py this times the gateway's own Python work: no sockets, a stub backend.
 """
@@ -132,6 +132,27 @@ def restore_cost(n: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def output_screen_cost(n: int) -> float:
+    """The output screen (pii.output: redact) per streamed chunk of ordinary prose."""
+    import msgspec
+
+    from tokenward.pii.output import OutputRedactor
+    from tokenward.pii.patterns import PatternDetector
+    from tokenward.upstream.sse import SseEvent
+
+    words = PROSE.split(" ")
+    events = [SseEvent(b"data: " + msgspec.json.encode({
+        "id": "c", "object": "chat.completion.chunk", "model": "m",
+        "choices": [{"index": 0, "delta": {"content": " " + words[i % len(words)]}, "finish_reason": None}]})
+        + b"\n\n") for i in range(n)]
+    redactor = OutputRedactor(PatternDetector().find, {})
+    started = time.process_time()
+    for e in events:
+        redactor.events([e])
+    redactor.finish()
+    return (time.process_time() - started) * 1e6 / n
+
+
 async def pipelines(n: int, rounds: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="tw-content-") as tmp:
         off = await start(tmp, False, False)
@@ -171,6 +192,7 @@ def main() -> None:
     print(f"detectors (heuristic + patterns), 2 KB prompt: {clean:.1f} us CPU; with personal data: {with_pii:.1f} us")
     plain, split = restore_cost(20000)
     print(f"stream restore: {plain:.2f} us per chunk with nothing to restore, {split:.2f} us with a split placeholder")
+    print(f"output screen (pii.output: redact): {output_screen_cost(20000):.2f} us per streamed chunk of prose")
     best = asyncio.run(pipelines(args.requests, args.rounds))
     for name, value in best.items():
         print(f"  {name:18} {value:7.1f} us CPU per request")

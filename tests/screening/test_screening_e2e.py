@@ -32,6 +32,9 @@ PLANS = {
     "open": {"injection": {"detector": "python:tests.screening.detectors:hanging", "timeout_ms": 50,
                            "on_failure": "open"}},
     "broken": {"pii": {"detector": "python:tests.screening.detectors:raising"}},
+    # the output screen: log forwards the values, so the echo is "the model" writing them
+    "outlog": {"pii": {"mode": "log", "output": "redact"}},
+    "outtok": {"pii": {"mode": "tokenize", "output": "redact"}},
 }
 
 
@@ -183,12 +186,58 @@ async def test_block_refuses_before_the_backend_naming_the_type_never_the_value(
     assert control.choices and await mock.requests() == before + 1
 
 
-async def test_log_records_the_types_and_forwards_unchanged(gw, mock):
-    await client(gw, "log").chat.completions.create(model="small-chat", max_tokens=30, messages=said())
-    assert EMAIL in await backend_saw(mock)
+@pytest.mark.parametrize("stream", [False, True])
+async def test_log_records_the_types_and_forwards_unchanged(gw, mock, stream):
+    reply = await client(gw, "log", **{"x-mock-echo": "3"}).chat.completions.create(
+        model="small-chat", max_tokens=300, messages=said(), stream=stream)
+    answer = (await streamed(reply))[0][0] if stream else reply.choices[0].message.content
+    assert EMAIL in await backend_saw(mock) and answer == TEXT
     record = gw.decisions()[-1]
     assert record["screening"]["pii"] == {**record["screening"]["pii"], "mode": "log", "outcome": "logged"}
     assert not any(value in json.dumps(record) for value in PLANTED)
+
+
+# -- the output screen ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("chunk_chars", [1, 5])
+async def test_the_output_screen_redacts_what_the_model_wrote(gw, mock, stream, chunk_chars):
+    """With ``log``, the backend gets the values and echoes them: personal data in the
+    answer the model produced; ``output: redact`` masks every one, streamed or not."""
+    from tokenward.observe.metrics import METRICS
+
+    before = METRICS.screening[("pii_output", "patterns", "redacted", "false")]
+    reply = await client(gw, "outlog", **{"x-mock-echo": str(chunk_chars)}).chat.completions.create(
+        model="small-chat", max_tokens=300, messages=said(), stream=stream)
+    answer = (await streamed(reply))[0][0] if stream else reply.choices[0].message.content
+    assert EMAIL in await backend_saw(mock)
+    assert not any(value in answer for value in PLANTED), answer
+    assert answer == ("Please email [EMAIL] or call [PHONE]; card [CREDIT_CARD], IBAN [IBAN]. Thanks, and again "
+                      "[EMAIL].")
+    record = gw.decisions()[-1]
+    assert record["screening"]["pii"]["output_redacted"] == {"EMAIL": 2, "PHONE": 1, "CREDIT_CARD": 1, "IBAN": 1}
+    assert METRICS.screening[("pii_output", "patterns", "redacted", "false")] == before + 1
+    # the control: the same answer without the output screen
+    control = await client(gw, "log", **{"x-mock-echo": str(chunk_chars)}).chat.completions.create(
+        model="small-chat", max_tokens=300, messages=said())
+    assert control.choices[0].message.content == TEXT
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_the_output_screen_never_touches_the_callers_own_restored_values(gw, mock, stream):
+    """The redactor reads the answer before the restorer: the caller's values are still
+    placeholders then, so they come back whole; nothing reached the backend."""
+    reply = await client(gw, "outtok", **{"x-mock-echo": "2"}).chat.completions.create(
+        model="small-chat", max_tokens=300, messages=said(), stream=stream, n=2)
+    if stream:
+        texts, _ = await streamed(reply)
+        assert texts == {0: TEXT, 1: TEXT}
+    else:
+        assert [c.message.content for c in reply.choices] == [TEXT, TEXT]
+    seen = await backend_saw(mock)
+    assert not any(value in seen for value in PLANTED) and "{EMAIL_0}" in seen
+    assert "output_redacted" not in gw.decisions()[-1]["screening"]["pii"]
 
 
 # -- injection: graded policy, shadow, failure --------------------------------------------------

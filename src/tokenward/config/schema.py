@@ -269,6 +269,9 @@ class PiiScreening(_Strict):
     shadow: bool = False
     timeout_ms: float = 25.0
     on_failure: Literal["open", "closed"] = "closed"
+    # Personal data the model produced on its own: "redact" masks it in the answer (streams
+    # too, holding back 64 characters) with the built-in patterns; "off": answers as sent.
+    output: Literal["off", "redact"] = "off"
 
 
 class ScreeningPolicy(_Strict):

@@ -32,14 +32,13 @@ from typing import Any, Sequence
 
 import msgspec
 
-from ..upstream.chunks import parsed, texts
 from ..upstream.sse import SseEvent
+from .stream_edit import StreamTextEdit
 
 _NAME = r"[A-Z][A-Z_]*_\d{1,4}"
 LOOKALIKE = re.compile(r"(?<!\{)\{(" + _NAME + r")\}(?!\})")
 _OUT_STR = re.compile(r"\{\{(" + _NAME + r")\}\}|\{(" + _NAME + r")\}")
 _OUT_BYTES = re.compile(rb"\{\{(" + _NAME.encode() + rb")\}\}|\{(" + _NAME.encode() + rb")\}")
-_decode = msgspec.json.decode
 _encode = msgspec.json.encode
 
 Spans = Sequence[tuple[int, int, str]]
@@ -97,24 +96,19 @@ class Masker:
         return Restorer(self.originals, self.neutralized)
 
 
-# the text fields of a streamed choice, as (container path inside the choice, key)
-_DELTA_FIELDS = ("content", "reasoning_content", "refusal")
-
-
-class Restorer:
+class Restorer(StreamTextEdit):
     """The response transform of one request's map (see the module docstring)."""
 
-    __slots__ = ("_values", "_texts", "_neutral", "_candidates", "_longest", "_pending", "_shape")
+    __slots__ = ("_values", "_texts", "_neutral", "_candidates", "_longest")
 
     def __init__(self, originals: dict[str, str], neutralized: set[str]) -> None:
+        super().__init__()
         self._values = {name.encode(): _encode(value)[1:-1] for name, value in originals.items()}
         self._texts = dict(originals)
         self._neutral = frozenset(neutralized)
         self._candidates = tuple("{" + name + "}" for name in originals) + tuple(
             "{{" + name + "}}" for name in neutralized)
         self._longest = max(len(c) for c in self._candidates)
-        self._pending: dict[tuple, str] = {}      # (choice index, field key) -> text held back
-        self._shape: dict[str, Any] | None = None  # id/object/model of the stream, for finish()
 
     # -- whole answers ------------------------------------------------------------------
     def whole(self, body: bytes) -> bytes:
@@ -138,82 +132,20 @@ class Restorer:
             return "{" + doubled + "}" if doubled in self._neutral else match.group(0)
         return self._texts.get(match.group(2), match.group(0))
 
-    # -- streams --------------------------------------------------------------------------
-    def events(self, events: list[SseEvent]) -> list[SseEvent]:
-        out = []
-        for event in events:
-            typed = parsed(event)   # decoded once, shared with the usage counter
-            if typed is None:       # not a chunk we can read: restore its bytes
-                out.append(SseEvent(self.whole(event.raw)) if b"{" in event.raw else event)
-                continue
-            if not self._pending and not any("{" in text for text in texts(typed)):
-                out.append(event)   # the common case: nothing to restore, nothing held
-                continue
-            chunk = _decode(event.data)
-            if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
-                out.append(event)
-                continue
-            self._edit(chunk)
-            out.append(SseEvent(b"data: " + _encode(chunk) + b"\n\n"))
-        return out
+    # -- streams (StreamTextEdit) ---------------------------------------------------------
+    def _touches(self, text: str) -> bool:
+        return "{" in text
 
-    def finish(self) -> list[SseEvent]:
-        """Text still held back when the stream ended without a finish_reason for it."""
-        if not self._pending:
-            return []
-        shape = self._shape or {}
-        chat = shape.get("object", "chat.completion.chunk") != "text_completion"
-        choices: dict[int, dict] = {}
-        for (index, key), text in self._pending.items():
-            choice = choices.setdefault(index, {"index": index, "finish_reason": None})
-            if not chat:
-                choice["text"] = choice.get("text", "") + text
-                continue
-            delta = choice.setdefault("delta", {})
-            _put(delta, key, text)
-        self._pending.clear()
-        chunk = {**shape, "choices": list(choices.values())}
-        return [SseEvent(b"data: " + _encode(chunk) + b"\n\n")]
+    def _unreadable(self, event: SseEvent) -> SseEvent:
+        return SseEvent(self.whole(event.raw)) if b"{" in event.raw else event
 
-    def _edit(self, chunk: dict) -> None:
-        if self._shape is None:
-            self._shape = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
-        for choice in chunk["choices"]:
-            if not isinstance(choice, dict):
-                continue
-            index = choice.get("index", 0)
-            finishing = choice.get("finish_reason") is not None
-            delta = choice.get("delta")
-            if isinstance(delta, dict):
-                for key in _DELTA_FIELDS:
-                    self._field(delta, key, (index, key), finishing)
-                calls = delta.get("tool_calls")
-                if isinstance(calls, list):
-                    for call in calls:
-                        fn = call.get("function") if isinstance(call, dict) else None
-                        if isinstance(fn, dict):
-                            self._field(fn, "arguments", (index, ("tool", call.get("index", 0))), finishing)
-                if finishing:
-                    for (i, key), text in list(self._pending.items()):
-                        if i == index:
-                            del self._pending[(i, key)]
-                            _put(delta, key, text)
-            elif "text" in choice:
-                self._field(choice, "text", (index, "text"), finishing)
-
-    def _field(self, holder: dict, key: str, pending_key: tuple, finishing: bool) -> None:
-        value = holder.get(key)
-        if not isinstance(value, str):
-            return
-        value = self._pending.pop(pending_key, "") + value
-        if not finishing:
-            # decided on the text as sent: "{{EMAIL_0}" is the start of a neutralized
-            # "{{EMAIL_0}}", not a placeholder to restore
-            keep = self._hold(value)
-            if keep:
-                self._pending[pending_key] = value[-keep:]
-                value = value[:-keep]
-        holder[key] = self.text(value)
+    def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
+        # decided on the text as sent: "{{EMAIL_0}" is the start of a neutralized
+        # "{{EMAIL_0}}", not a placeholder to restore
+        keep = 0 if finishing else self._hold(text)
+        if keep:
+            return self.text(text[:-keep]), text[-keep:]
+        return self.text(text), ""
 
     def _hold(self, text: str) -> int:
         """Length of the tail that could still begin one of this request's placeholders (at
@@ -226,17 +158,3 @@ class Restorer:
                     return len(tail)
             p = text.find("{", p + 1)
         return 0
-
-
-def _put(delta: dict, key: Any, text: str) -> None:
-    """Put held-back text into a delta at ``key`` (a text field, or ("tool", i))."""
-    if isinstance(key, tuple):
-        calls = delta.setdefault("tool_calls", [])
-        for call in calls:
-            if call.get("index", 0) == key[1]:
-                fn = call.setdefault("function", {})
-                fn["arguments"] = text + (fn.get("arguments") or "")
-                return
-        calls.append({"index": key[1], "function": {"arguments": text}})
-        return
-    delta[key] = text + (delta.get(key) or "")

@@ -42,7 +42,7 @@ class Screening:
     """The screening stage's result (``ctx.screening``): what the transform stage acts on,
     and the record."""
 
-    __slots__ = ("record", "restrict", "texts", "paths", "pii_spans", "pii_mode", "pii_detector")
+    __slots__ = ("record", "restrict", "texts", "paths", "pii_spans", "pii_mode", "pii_detector", "output_find")
 
     def __init__(self, texts: list[str], paths: list) -> None:
         self.record: dict[str, Any] = {}
@@ -52,6 +52,7 @@ class Screening:
         self.pii_spans: list[screening.Span] | None = None  # to mask (redact / tokenize)
         self.pii_mode: str | None = None
         self.pii_detector: str | None = None
+        self.output_find: Any = None   # the answer's own personal data is redacted with this
 
     @property
     def rewrites(self) -> bool:
@@ -59,13 +60,14 @@ class Screening:
 
 
 class CompiledPolicy:
-    __slots__ = ("injection", "injection_screener", "pii", "pii_screener")
+    __slots__ = ("injection", "injection_screener", "pii", "pii_screener", "output_find")
 
     def __init__(self, name: str, policy: ScreeningPolicy) -> None:
         self.injection: InjectionScreening | None = policy.injection
         self.pii: PiiScreening | None = policy.pii if policy.pii is not None and policy.pii.mode != "off" else None
         self.injection_screener = None
         self.pii_screener = None
+        self.output_find = None
         try:
             if self.injection is not None:
                 self.injection_screener = injection_screener(self.injection.detector)
@@ -76,6 +78,15 @@ class CompiledPolicy:
                 self.pii_screener = pii_screener(self.pii.detector, self.pii.entities)
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"screening.policies.{name}.pii", str(exc)) from None
+        if self.pii is not None and self.pii.output == "redact":
+            from ..pii.patterns import ENTITIES, PatternDetector
+
+            # the built-in patterns (linear time, inline): the types of the policy they know
+            wanted = [e for e in self.pii.entities or ENTITIES if e in ENTITIES]
+            if not wanted:
+                raise ConfigError(f"screening.policies.{name}.pii.output",
+                                  f"none of the policy's entities is one the built-in patterns find ({', '.join(ENTITIES)})")
+            self.output_find = PatternDetector(wanted).find
 
 
 def _failed(kind: str, detector: str, exc: screening.ScreenerFailed, closed: bool, shadow: bool,
@@ -166,6 +177,7 @@ class ScreeningStage(BaseStage):
         METRICS.screened("pii", screener.name, outcome, cfg.shadow)
         if cfg.shadow:
             return None
+        result.output_find = policy.output_find
         if outcome == "block":
             types = ", ".join(sorted(counts))
             return Refusal(Reason.content_blocked,

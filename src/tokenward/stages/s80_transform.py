@@ -7,7 +7,9 @@
   masked (pii/placeholders.py), caller-typed look-alikes neutralized, in every text it
   read, attachments' extracted text included (the file part becomes a text part);
   ``tokenize`` registers the restorer as this request's response transform, so the
-  answer gets the values back, whole or streamed, on every way out.
+  answer gets the values back, whole or streamed, on every way out;
+- ``pii.output: redact``: the output redactor (pii/output.py) masks personal data the
+  model wrote on its own, registered after the restorer so it reads the answer first.
 
 The masked prompt must stay inside what admission reserved: the changed texts are
 counted again with the model's counter, and if masking made them longer (a short value,
@@ -23,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import Reason, Refusal
+from ..observe.metrics import METRICS
+from ..pii.output import OutputRedactor
 from ..pii.placeholders import Masker
 from ..pipeline.stage import BaseStage
 from ..screening.texts import replace
@@ -46,17 +50,23 @@ class TransformStage(BaseStage):
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         screened = ctx.screening
-        if screened is None or not screened.rewrites:
+        if screened is None:
             return None
-        body = _decode(ctx.body)
-        if screened.restrict:
-            _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
-        if screened.pii_spans is not None:
-            refusal = self._mask(ctx, screened, body)
-            if refusal is not None:
-                return refusal
-        ctx.body = _encode(body)
-        ctx.payload = None
+        if screened.rewrites:
+            body = _decode(ctx.body)
+            if screened.restrict:
+                _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
+            if screened.pii_spans is not None:
+                refusal = self._mask(ctx, screened, body)
+                if refusal is not None:
+                    return refusal
+            ctx.body = _encode(body)
+            ctx.payload = None
+        if screened.output_find is not None:
+            # registered after the restorer, so it reads the answer first, while this
+            # request's own values are still placeholders: only what the model wrote is masked
+            record = screened.record.setdefault("pii", {})
+            ctx.add_transform(OutputRedactor(screened.output_find, record, _count_output))
         return None
 
     def _mask(self, ctx: RequestContext, screened, body: dict) -> Refusal | None:
@@ -90,6 +100,10 @@ class TransformStage(BaseStage):
         if restorer is not None:
             ctx.add_transform(restorer)
         return None
+
+
+def _count_output(counts: dict[str, int]) -> None:
+    METRICS.screened("pii_output", "patterns", "redacted", False)
 
 
 def _restrict(ctx: RequestContext, body: dict, cap: int) -> None:
