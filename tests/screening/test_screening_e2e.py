@@ -49,6 +49,7 @@ def config(mock_url: str, tmp_path) -> str:
         "tenants": {name: {"plan": name} for name in [*PLANS, "none"]},
         "keystore": {"url": f"sqlite:///{tmp_path}/keys.db"},
         "logging": {"decisions": str(tmp_path / "decisions.jsonl")},
+        "server": {"expose_metrics": True},
     }
     return yaml.safe_dump(raw)
 
@@ -238,6 +239,86 @@ async def test_the_output_screen_never_touches_the_callers_own_restored_values(g
     seen = await backend_saw(mock)
     assert not any(value in seen for value in PLANTED) and "{EMAIL_0}" in seen
     assert "output_redacted" not in gw.decisions()[-1]["screening"]["pii"]
+
+
+async def test_text_held_back_is_flushed_when_the_stream_ends_early(gw, mock):
+    """The answer ends in "{EMAIL" (it could begin a placeholder: held back), then the
+    backend dies: the held text still reaches the client, through the runner's end of
+    stream, before the in-band error; nothing was restored that should not be."""
+    text = f"Write to {EMAIL} about {{EMAIL"
+    sent = "Write to {EMAIL_0} about {EMAIL"          # what the backend echoes: a role event, then 3 characters each
+    sdk = client(gw, "tokenize", **{"x-mock-echo": "3", "x-mock-die-after": str(1 + -(-len(sent) // 3))})
+    got = ""
+    with pytest.raises(openai.APIError) as caught:
+        async for chunk in await sdk.chat.completions.create(model="small-chat", max_tokens=300, messages=said(text),
+                                                              stream=True):
+            got += chunk.choices[0].delta.content or "" if chunk.choices else ""
+    assert caught.value.body["code"] == "upstream_unavailable"
+    seen = await backend_saw(mock)
+    assert EMAIL not in seen and sent in seen
+    assert got == text, got
+    assert gw.decisions()[-1]["reason"] == "upstream_unavailable"
+
+
+async def test_tool_descriptions_and_prompt_lists_are_screened(gw, mock):
+    """Indirect injection arrives in tool descriptions and in any prompt of a list."""
+    sdk = client(gw, "tokenize")
+    before = await mock.requests()
+    tools = [{"type": "function", "function": {"name": "lookup", "description": ATTACK,
+                                               "parameters": {"type": "object"}}}]
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk.chat.completions.create(model="small-chat", max_tokens=30, messages=said("hi"), tools=tools)
+    assert caught.value.code == "content_blocked"
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk.completions.create(model="small-chat", max_tokens=30, prompt=["hello there", ATTACK])
+    assert caught.value.code == "content_blocked"
+    assert await mock.requests() == before
+    tools[0]["function"]["description"] = "Looks a word up in the dictionary."
+    await sdk.chat.completions.create(model="small-chat", max_tokens=30, messages=said("hi"), tools=tools)
+    await sdk.completions.create(model="small-chat", max_tokens=30, prompt=["hello there", "and hi"])
+    assert await mock.requests() == before + 2
+
+
+async def test_a_masked_prompt_stays_within_what_admission_reserved(gw, mock):
+    """Short values become longer placeholders: the growth, counted again, comes off
+    max_tokens, so the worst case the backend can spend stays within the reservation."""
+    ips = " ".join(f"1.2.3.{i}" for i in range(1, 40))
+    await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=300,
+                                                          messages=said(f"block {ips} now"))
+    notes = gw.decisions()[-1]["notes"]
+    grew, cut = notes["pii"]["prompt_grew"], notes["pii"]["output_cut"]
+    assert grew > 0 and cut == grew
+    sent = (await mock.stats())["last_request"]["body"]
+    assert sent["max_tokens"] == 300 - cut and "1.2.3.1 " not in json.dumps(sent)
+    assert notes["budget"]["reserved"] >= notes["budget"]["estimated_input"] + 300
+    # a max_tokens too small to take the growth is refused before the backend, not overrun
+    before = await mock.requests()
+    with pytest.raises(openai.BadRequestError) as caught:
+        await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=cut // 2 or 1,
+                                                              messages=said(f"block {ips} now"))
+    assert caught.value.code == "context_too_large" and await mock.requests() == before
+
+
+async def test_screener_scores_are_exposed_as_a_histogram(gw, mock):
+    import httpx
+
+    from tokenward.observe.metrics import METRICS
+
+    await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=30, messages=said("hi"))
+    with pytest.raises(openai.BadRequestError):
+        await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=30, messages=said(ATTACK))
+    async with httpx.AsyncClient() as http:
+        exposed = (await http.get(gw.url + "/metrics")).text
+    lines = [line for line in exposed.splitlines() if line.startswith("tokenward_screening_score")]
+    count = [line for line in lines if line.startswith("tokenward_screening_score_count")
+             and 'kind="injection"' in line and 'detector="heuristic"' in line]
+    top = [line for line in lines if 'le="+Inf"' in line and 'kind="injection"' in line]
+    low = [line for line in lines if 'le="0.1"' in line and 'kind="injection"' in line]
+    assert count and float(count[0].split()[-1]) >= 2
+    assert float(top[0].split()[-1]) == float(count[0].split()[-1])
+    assert float(low[0].split()[-1]) < float(top[0].split()[-1])      # the attack is counted high
+    assert METRICS.screening[("injection", "heuristic", "block", "false")] >= 1
+    assert 'tokenward_screening_total{detector="heuristic",kind="injection",outcome="block",shadow="false"}' in exposed
 
 
 # -- injection: graded policy, shadow, failure --------------------------------------------------

@@ -188,7 +188,10 @@ class MockUpstream:
             await send_json(send, 200, echo.full_body(plan, text, steer.echo, steer.tool_call, *ids))
             return
         await send(_SSE_START)
-        for event in echo.stream_events(plan, text, steer.echo, steer.tool_call, *ids):
+        for i, event in enumerate(echo.stream_events(plan, text, steer.echo, steer.tool_call, *ids)):
+            if steer.die_after is not None and i >= steer.die_after:
+                self.stats.died += 1
+                raise _Died("x-mock-die-after")   # the connection drops: no finish, no [DONE]
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -5,6 +5,7 @@ text (chat) or the prompt (completions), exactly as the backend received it, in 
 choice; streamed N characters per chunk (1: a chunk per character, so a placeholder
 arrives split across chunks). ``x-mock-tool-call: NAME`` answers with a call of tool NAME
 whose arguments are ``{"echo": <that text>}`` instead, streamed in pieces the same way.
+With ``x-mock-die-after: K`` a streamed echo drops the connection after its first K events.
 """
 
 from __future__ import annotations
