@@ -223,12 +223,17 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
             await asyncio.sleep(0.05)                         # (written after each answer)
             first = await asyncio.gather(*(one(i) for i in range(45)))
             assert warm == ["miss"] * 5 and set(first) == {"hit"}
-            cache_redis.stop()
-            after = await asyncio.gather(*(one(i) for i in range(200)))
-            assert set(after) == {"miss"}
+            # killed while 200 requests are on their way: some already looked it up
+            in_flight = [asyncio.ensure_future(one(i)) for i in range(200)]
+            while sum(t.done() for t in in_flight) < 20:
+                await asyncio.sleep(0.001)
+            cache_redis.stop()                                # SIGKILL
+            during = await asyncio.gather(*in_flight)
+            after = await asyncio.gather(*(one(i) for i in range(100)))
+            assert set(during) <= {"hit", "miss"} and "miss" in during and set(after) == {"miss"}
             await gw.settled()
             records = gw.decisions()
-            assert all(r["status"] == 200 for r in records) and len(records) == 250
+            assert all(r["status"] == 200 for r in records) and len(records) == 350
     finally:
         cache_redis.stop()
 
@@ -273,3 +278,67 @@ async def test_a_newer_answer_under_the_same_key_is_served_not_a_remembered_one(
     fresh = await ask(5, **{"cache-control": "no-cache"})
     assert fresh[0] == "bypass" and fresh[1] != first[1]
     assert await ask(9) == ("hit", fresh[1])              # the newer answer, not the remembered one
+
+
+@pytest.mark.parametrize("store", ["memory", "redis"])
+async def test_an_answer_over_the_entry_cap_is_not_stored(tmp_path, mock, monkeypatch, store):
+    from tokenward.observe.metrics import METRICS
+
+    cache = {"store": "memory", "max_entry_bytes": 400}
+    if store == "redis":
+        from tests.fixtures.redis_server import RedisServer
+        import tempfile
+
+        monkeypatch.setenv("TOKENWARD_CACHE_KEY", "test-cache-secret")
+        server = RedisServer(tempfile.mkdtemp(prefix="tw-cache-"))
+        server.start()
+        cache = {"store": "redis", "url": server.url, "max_entry_bytes": 400}
+    try:
+        async with in_process(config(tmp_path, mock.port, cache=cache), clock=FakeClock()) as gw:
+            client = await sdk(gw, "globex")
+            before = METRICS.cache[("globex", "too_large")]
+
+            async def status(tokens: int) -> str:
+                raw = await client.chat.completions.with_raw_response.create(
+                    model="small-chat", max_tokens=64, messages=said(f"say {tokens} words"),
+                    extra_headers={"x-mock-tokens": str(tokens)})
+                await asyncio.sleep(0.02)                 # a redis entry is written after the answer
+                return raw.headers["x-tokenward-cache"]
+
+            assert [await status(60), await status(60)] == ["miss", "miss"]   # ~500 bytes: never stored
+            assert METRICS.cache[("globex", "too_large")] == before + 2
+            assert [await status(3), await status(3)] == ["miss", "hit"]      # the control: stored
+            assert await mock.requests() == 3
+    finally:
+        if store == "redis":
+            server.stop()
+
+
+async def test_cache_metrics_are_exposed(tmp_path, mock):
+    path = config(tmp_path, mock.port)
+    raw = yaml.safe_load(path.read_text())
+    raw["server"] = {"expose_metrics": True}
+    path.write_text(yaml.safe_dump(raw))
+    from tokenward.observe.metrics import METRICS
+
+    # the counters live as long as the process: this test reads what it added
+    before = {outcome: METRICS.cache[("globex", outcome)] for outcome in ("hit", "miss", "bypass")}
+    saved_before = list(METRICS.cache_saved["globex"])
+    async with in_process(path, clock=FakeClock()) as gw:
+        client = await sdk(gw, "globex")
+        for headers in ({}, {}, {}, {"cache-control": "no-cache"}):
+            await client.chat.completions.create(model="small-chat", max_tokens=16, messages=said(),
+                                                 extra_headers=headers)
+        first = gw.decisions()[0]
+        async with httpx.AsyncClient(base_url=gw.url) as http:
+            text = (await http.get("/metrics")).text
+    lines = {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+             if line.startswith("tokenward_cache")}
+    assert lines['tokenward_cache_total{outcome="hit",tenant="globex"}'] == before["hit"] + 2
+    assert lines['tokenward_cache_total{outcome="miss",tenant="globex"}'] == before["miss"] + 1
+    assert lines['tokenward_cache_total{outcome="bypass",tenant="globex"}'] == before["bypass"] + 1
+    usage = first["notes"]["budget"]["actual"]
+    assert lines['tokenward_cache_saved_tokens_total{tenant="globex"}'] == saved_before[0] + 2 * usage
+    assert lines['tokenward_cache_saved_usd_total{tenant="globex"}'] > saved_before[1]
+    assert lines["tokenward_cache_bytes"] > 0 and "tokenward_cache_evictions_total" in lines
+    assert "tokenward_cache_store_errors_total" in lines
