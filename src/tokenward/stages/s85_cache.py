@@ -31,6 +31,7 @@ import msgspec
 
 from ..cache.entry import CacheEntry, StreamAssembly, from_body
 from ..cache.key import KeyMaker, tenant_prefix
+from ..cache.semantic import question
 from ..cache.store import CacheUnavailable, MemoryCache, RedisCache
 from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
@@ -142,6 +143,7 @@ class CacheStage(BaseStage):
         self._decoded: dict[str, tuple[bytes, CacheEntry, int]] = {}
         self._decoded_bytes = 0
         self._memo = getattr(store, "name", "") == "memory"
+        self.semantic = None       # cache/semantic.py's index, when a plan opts in
 
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = plan_of(ctx)
@@ -151,6 +153,7 @@ class CacheStage(BaseStage):
                 or b"no-store" in control or getattr(request.body, "logprobs", None)):
             return self._bypass(ctx)
         tenant = ctx.principal.tenant
+        semantic = None
         rewritten = ctx.screening is not None and ctx.screening.rewrites
         key, limit = self._key(tenant, ctx.body, None if rewritten else request.body)
         note: dict[str, Any] = {}
@@ -161,19 +164,47 @@ class CacheStage(BaseStage):
         else:
             found = await self._lookup(key, note)
             if found is not None and found[1].serves(limit):
-                _, entry, tokens = found
-                ctx.response_headers.append(_HIT)
-                note["outcome"] = "hit"
-                note["saved_tokens"] = tokens
-                METRICS.cached(tenant, "hit", tokens, self._cost(ctx.model, entry.usage))
-                return Hit(entry)
+                return self._hit(ctx, tenant, found, note, "hit")
+            if plan.cache_semantic and self.semantic is not None:
+                semantic, found = await self._paraphrase(ctx, tenant, limit, note)
+                if found is not None:
+                    return self._hit(ctx, tenant, found, note, "semantic_hit")
             ctx.response_headers.append(_MISS)
             METRICS.cached(tenant, "miss")
         note.setdefault("outcome", "miss")
         capture = Capture()
         ctx.add_transform(capture)
-        ctx.cache = (capture, key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds)
+        ctx.cache = (capture, key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds, semantic)
         return None
+
+    def _hit(self, ctx: RequestContext, tenant: str, found: tuple, note: dict, outcome: str) -> Hit:
+        _, entry, tokens = found
+        ctx.response_headers.append(_HIT)
+        note["outcome"] = "hit"
+        note["saved_tokens"] = tokens
+        METRICS.cached(tenant, outcome, tokens, self._cost(ctx.model, entry.usage))
+        return Hit(entry)
+
+    async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None, note: dict):
+        """(what indexes this request once answered, or None; a paraphrase's entry, or None)."""
+        index = self.semantic
+        asked = question(ctx.body)
+        if asked is None:
+            return None, None
+        shape, guard = index.probe(tenant, *asked)
+        vector = await index.embed(asked[0])
+        if vector is None:
+            note["semantic"] = "unavailable"
+            return None, None
+        match = index.find(tenant, shape, guard, vector)
+        if match is not None:
+            found = await self._lookup(match.key, note)
+            if found is not None and found[1].serves(limit):
+                note["semantic"] = round(match.similarity, 4)
+                return None, found
+            if found is None:
+                index.forget(tenant, shape, match.key)
+        return (shape, guard, vector), None
 
     def _bypass(self, ctx: RequestContext) -> None:
         ctx.response_headers.append(_BYPASS)
@@ -212,7 +243,7 @@ class CacheStage(BaseStage):
         pending = ctx.cache
         if not isinstance(pending, tuple) or ctx.status != 200 or ctx.reason is not None:
             return
-        capture, key, limit, ttl = pending
+        capture, key, limit, ttl, semantic = pending
         reported = {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
         reported["total_tokens"] = reported["prompt_tokens"] + reported["completion_tokens"]
         if capture.stream is not None:
@@ -229,6 +260,8 @@ class CacheStage(BaseStage):
         if len(value) > self.cfg.max_entry_bytes:
             METRICS.cached(ctx.principal.tenant, "too_large")
             return
+        if semantic is not None:
+            self.semantic.add(ctx.principal.tenant, *semantic, key)
         put = getattr(self.store, "put", None)
         if put is not None:        # the memory store: no I/O, no task
             put(key, value, ttl)
@@ -244,6 +277,8 @@ class CacheStage(BaseStage):
             METRICS.cache_errors += 1
 
     async def purge(self, tenant: str) -> dict[str, int]:
+        if self.semantic is not None:
+            self.semantic.purge(tenant)
         return {"purged": await self.store.purge(tenant_prefix(self._prefix, tenant))}
 
     def _cost(self, model: str | None, usage: dict | None) -> float:
@@ -257,6 +292,8 @@ class CacheStage(BaseStage):
             await asyncio.wait(set(self._writes), timeout=2)
         if not self.keep_store:
             await self.store.close()
+            if self.semantic is not None:
+                self.semantic.close()
 
 
 def _secret(cfg: CacheConfig, shared: bool) -> bytes:
@@ -269,6 +306,16 @@ def _secret(cfg: CacheConfig, shared: bool) -> bytes:
     import hashlib
 
     return hashlib.sha256(b"tokenward-cache\0" + raw.encode()).digest()
+
+
+def _semantic(cfg, secret: bytes):
+    from ..cache import semantic
+
+    try:
+        return semantic.load(cfg, secret)
+    except ImportError as exc:
+        raise ConfigError("cache.semantic", f"the semantic cache needs the classifier extra "
+                                            f"(pip install 'tokenward[classifier]'): {exc}") from None
 
 
 def open_cache(config: Config):
@@ -295,6 +342,9 @@ def build(services) -> CacheStage | None:
         store, secret = open_cache(config)
     prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
     stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices)
+    if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
+        stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
+            else _semantic(config.cache.semantic, secret)
     services.extras["cache"] = stage
     services.on_close(stage.close)
     admin = services.extras.get("admin")
