@@ -17,10 +17,10 @@ def _prompt(name: str) -> dict:
     return {"model": "small-chat", "messages": [{"role": "user", "content": text}], "max_tokens": 400}
 
 
-async def _classroom(gw, clock: Clock, exempt: bool):
+async def _classroom(gw, clock: Clock, exempt: bool, exempt_for: str = "30d"):
     keys = [await gw.new_key() for _ in STUDENTS]
     if exempt:
-        resp = await gw.admin("/admin/abuse/exemptions", {"tenant": "acme", "for": "30d",
+        resp = await gw.admin("/admin/abuse/exemptions", {"tenant": "acme", "for": exempt_for,
                                                           "reason": "school district: one class, one assignment",
                                                           "reviewer": "alice"})
         assert resp.status_code == 201, resp.text
@@ -63,3 +63,17 @@ async def test_classroom_without_an_exemption_is_raised_for_review_not_suspended
         audit = [a for a in await gw.audit() if a["action"].startswith("abuse:")]
         assert [(a["action"], a["scope"], a["reason"]) for a in audit] == [
             ("abuse:review", "tenant:acme", "review: rule campaign")]
+
+
+async def test_an_expired_exemption_no_longer_holds_the_signal(tmp_path, backend):
+    """Granted for an hour at T0; the class meets ten hours later: the campaign rule acts
+    as if there were none (a review), and the exemption is gone from the controls in force."""
+    clock = Clock(T0)
+    before = ENFORCEMENT.exempted["campaign"]
+    async with gateway(abuse_config(tmp_path, backend.port, shadow=False), clock) as gw:
+        statuses, taken, _ = await _classroom(gw, clock, exempt=True, exempt_for="1h")
+        assert statuses == [200] * 30
+        assert [(c.kind, c.tenant, c.rule) for c in taken] == [("review", "acme", "campaign")]
+        assert ENFORCEMENT.exempted["campaign"] == before
+        controls = (await gw.admin("/admin/controls?tenant=acme")).json()["data"]
+        assert [c["kind"] for c in controls] == ["review"]

@@ -57,3 +57,64 @@ async def test_a_cli_pause_reaches_a_gateway_without_redis(tmp_path, backend):
         rows = [json.loads(line) for line in out.splitlines()]
         assert [(r["kind"], r["capability"], r["by"], r["reason"]) for r in rows] == [
             ("pause", "tools", "dana", "incident")]
+
+
+async def test_cli_resume_and_cancel_streams_reach_a_gateway(tmp_path, backend):
+    """The success paths: a CLI resume lifts the pause, and a CLI cancel-streams ends the
+    tenant's open stream on the running gateway (both through the key store's database,
+    picked up within control.poll_s); each leaves an audit row."""
+    import time
+
+    import httpx
+
+    from .test_cancel_streams import SLOW, wait_for
+
+    config = write_config(tmp_path, backend.port, control={"poll_s": 0.1})
+    async with gateway(config) as gw:
+        key = bearer(await gw.new_key())
+        code, _, err = await asyncio.to_thread(_run, "tenants", "pause", "acme", "tools", "--for", "10m",
+                                               "--reason", "incident", "--config", str(config))
+        assert code == 0, err
+
+        async def tools_status() -> int:
+            return (await gw.client.post("/v1/chat/completions", json=tools_chat(), headers=key)).status_code
+
+        await wait_for(lambda: _is(tools_status, 403))
+        code, out, err = await asyncio.to_thread(_run, "tenants", "resume", "acme", "tools", "--reason", "fixed",
+                                                 "--reviewer", "dana", "--config", str(config))
+        assert code == 0 and "resumed tools for tenant acme (1 pause(s) cleared" in out, (out, err)
+        await wait_for(lambda: _is(tools_status, 200))
+
+        lines: list[str] = []
+        async with httpx.AsyncClient(timeout=20) as client:
+            async def stream() -> float:
+                body = chat(max_tokens=8000, stream=True)
+                async with client.stream("POST", gw.url + "/v1/chat/completions", json=body,
+                                         headers={**key, **SLOW}) as resp:
+                    async for line in resp.aiter_lines():
+                        if line.startswith("data: "):
+                            lines.append(line[6:])
+                return time.monotonic()
+
+            task = asyncio.ensure_future(stream())
+
+            async def streaming() -> bool:
+                return (await backend.stats())["active_streams"] == 1 and bool(lines)
+            await wait_for(streaming)
+            before = await backend.stats()
+            code, out, err = await asyncio.to_thread(_run, "tenants", "cancel-streams", "acme", "--reason", "abuse",
+                                                     "--config", str(config))
+            asked = time.monotonic()
+            assert code == 0, err
+            ended = await asyncio.wait_for(task, 5)
+        assert ended - asked < 1.0                       # within a poll of the control table
+        assert json.loads(lines[-1])["error"]["code"] == "stream_cancelled"
+        assert (await backend.stats())["cancelled"] == before["cancelled"] + 1
+        code, out, _ = await asyncio.to_thread(_run, "tenants", "controls", "acme", "--history", "--json",
+                                               "--config", str(config))
+        kinds = [json.loads(line)["kind"] for line in out.splitlines()]
+        assert "pause" in kinds and "cancel_streams" in kinds
+
+
+async def _is(probe, status: int) -> bool:
+    return await probe() == status
