@@ -234,8 +234,10 @@ def _reserve_job(kind: str, job: JobValue | None, need: int, budget: int, max_at
     if (job.state != OPEN or now_ms >= job.deadline_ms or job.used + need > budget
             or (max_attempts > 0 and job.attempts >= max_attempts)):
         return False, job, job.used, 0
-    return True, job._replace(used=job.used + need, held=job.held + need, attempts=job.attempts + 1,
-                              open=job.open + 1), job.used + need, need
+    # positional: NamedTuple._replace costs several times a plain construction, per request
+    used, held, carved, attempts, open_, children, state, deadline = job
+    return True, JobValue(used + need, held + need, carved, attempts + 1, open_ + 1, children, state, deadline), \
+        used + need, need
 
 
 def _level_of(state: object, c: Check, now_ms: int) -> int:
@@ -300,8 +302,9 @@ def _settle_job(job: JobValue | None, debit: int, actual: int, void: bool) -> Jo
     if job is None:
         return None   # the job is gone (dropped long after its deadline)
     charged = min(max(actual, 0), debit)
-    return job._replace(used=max(job.used - debit + charged, 0), held=max(job.held - debit, 0),
-                        open=max(job.open - 1, 0), attempts=max(job.attempts - 1, 0) if void else job.attempts)
+    used, held, carved, attempts, open_, children, state, deadline = job
+    return JobValue(max(used - debit + charged, 0), max(held - debit, 0), carved,
+                    max(attempts - 1, 0) if void else attempts, max(open_ - 1, 0), children, state, deadline)
 
 
 def full_after_ms(level: int, cap: int, rate: int) -> int:

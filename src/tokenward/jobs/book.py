@@ -44,10 +44,16 @@ class JobBook:
         self.admitter = admitter
         self.prefix = admitter.config.store.key_prefix
         self._cached: dict[tuple[str, str], JobBudgets] = {}
+        self._namespaces: dict[str, str] = {}
         self.runs = JobRuns(self)
 
     def namespace(self, tenant: str) -> str:
-        return tenant_namespace(self.prefix, tenant)
+        ns = self._namespaces.get(tenant)
+        if ns is None:   # asked three times per job request; tenants are few
+            if len(self._namespaces) >= terms.MAX_CACHED:
+                self._namespaces.clear()
+            ns = self._namespaces[tenant] = tenant_namespace(self.prefix, tenant)
+        return ns
 
     async def _call(self, method: Callable[..., Awaitable[T]], *args: object) -> T:
         """A store call through the shared store's breaker; unreachable: refused (503)."""
