@@ -70,8 +70,6 @@ _MESSAGES = {
 
 
 async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
-    from .forward import NOTHING_DONE, fail
-
     account = StreamUsage(call.target.output_counter)
     splitter = SseSplitter()
     work = ctx.work
@@ -114,6 +112,18 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
         ctx.note("stream_unreadable_events", account.unreadable)
     if ending is None and (account.unfinished() or splitter.finish().strip()):
         ending = Reason.upstream_truncated
+    timed_out = stream.expired is not None
+    return await _end(fwd, ctx, call, account, started, ending, timed_out, done_event)
+
+
+async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account: StreamUsage, started: bool,
+               ending: Reason | None, timed_out: bool, done_event: bytes) -> Exit:
+    """How the stream ends for the client: an error envelope (nothing was sent yet), an
+    in-band error event (the 200 is out), or the usage chunk if due and ``[DONE]``."""
+    from .forward import NOTHING_DONE, fail
+
+    outbound = ctx.outbound
+    failed = ExitKind.STREAM_TIMEOUT if timed_out else ExitKind.UPSTREAM_FAILED
     if not started:
         if ending is None:
             # A 200 with no event at all: the backend generated nothing we could see.
@@ -122,15 +132,14 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
             kind = ExitKind.UPSTREAM_FAILED
         else:
             refusal = Refusal(ending, _message(fwd, ending))
-            kind = ExitKind.STREAM_TIMEOUT if stream.expired is not None else ExitKind.UPSTREAM_FAILED
+            kind = failed
         await outbound.refusal(fail(ctx, refusal))
         return Exit(kind, refusal.reason.name, ctx.usage)
     if ending is not None:
         refusal = fail(ctx, Refusal(ending, _message(fwd, ending)))
         ctx.status = 200  # the client already has a 200; the reason travels in-band
         await outbound.end_stream(sse_error_event(refusal))
-        kind = ExitKind.STREAM_TIMEOUT if stream.expired is not None else ExitKind.UPSTREAM_FAILED
-        return Exit(kind, ending.name, ctx.usage)
+        return Exit(failed, ending.name, ctx.usage)
     tail = b""
     if call.client_wants_usage and account.reported is None:
         tail = usage_chunk(account, ctx.usage)
