@@ -22,7 +22,9 @@ SECONDS, CRASH, TOKENS = 120, 12.0, 3000
 NS = tenant_namespace("tw", "acme")
 
 
-async def run(seed: int, tick: Callable[[float], None]) -> Result:
+async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str], dict[str, float], dict[str, list]]:
+    """(the requests' names, when each was settled, the series per second): a worker
+    reserves three requests, two of them in a job (one dispatched), then dies at CRASH."""
     clock, store = Clock(), MemoryStore()
     worker, survivor = Sim(CONFIG, clock, store, seed), Sim(CONFIG, clock, store, seed)
     meta = await worker.jobs.create("acme", worker.plan("acme"), JobRequest(10_000))
@@ -33,8 +35,7 @@ async def run(seed: int, tick: Callable[[float], None]) -> Result:
                                 ("request without a job", None))}
     await store.dispatch(NS, requests["job request, dispatched"].ticket.reservation_id, [meta.id], worker.admitter.now_ms())
     settled_at: dict[str, float] = {}
-    xs: list[float] = []
-    held, spent, slots, inflight = [], [], [], []
+    series: dict[str, list] = {"xs": [], "held": [], "spent": [], "slots": [], "inflight": []}
     t = 5.0
     while t <= SECONDS:
         clock.at(t)
@@ -46,15 +47,21 @@ async def run(seed: int, tick: Callable[[float], None]) -> Result:
             gone = await store.record_keys([f"{NS}:r:{decision.ticket.reservation_id}"])
             if gone == [None] and name not in settled_at:
                 settled_at[name] = t
-        xs.append(t)
-        held.append(record.value.held)
-        spent.append(record.value.used - record.value.held)
-        slots.append(await store.value(f"{NS}:g:streams") or 0)
-        inflight.append(await store.value(f"{NS}:g:inflight") or 0)
+        series["xs"].append(t)
+        series["held"].append(record.value.held)
+        series["spent"].append(record.value.used - record.value.held)
+        series["slots"].append(await store.value(f"{NS}:g:streams") or 0)
+        series["inflight"].append(await store.value(f"{NS}:g:inflight") or 0)
         tick(t / SECONDS)
         t += 1.0
     await worker.close()
     await survivor.close()
+    return list(requests), settled_at, series
+
+
+async def run(seed: int, tick: Callable[[float], None]) -> Result:
+    requests, settled_at, series = await _simulate(seed, tick)
+    xs, held, spent, slots, inflight = (series[k] for k in ("xs", "held", "spent", "slots", "inflight"))
     dispatched = {"job request, not yet dispatched": "no", "job request, dispatched": "yes",
                   "request without a job": "not recorded"}
     rows = [[name, dispatched[name], CRASH, settled_at.get(name),

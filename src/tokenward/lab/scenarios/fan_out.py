@@ -29,13 +29,37 @@ class Parent:
         self.running = TASKS       # tasks not over yet: the last one to end closes the job
 
 
-async def _variant(seed: int, variant: str, outcomes: list, tick) -> dict:
-    sim = Sim(CONFIG, seed=seed)
-    events = Events(sim.clock)
-    out: dict = {"units": [], "done": [], "attempts": 0, "denied": 0, "terminal": 0, "retryable": 0, "jobs": 0,
-                 "peak": 0}
+class _Variant:
+    """One variant's run: parents arrive every EVERY seconds, each starts its tasks; an
+    attempt reserves UNITS (in the parent's job when there is one), runs RUN_S, and either
+    finishes its task or, the tool having failed, is retried."""
 
-    async def new_job(parent: Parent) -> bool:
+    def __init__(self, seed: int, variant: str, outcomes: list) -> None:
+        self.sim = Sim(CONFIG, seed=seed)
+        self.events = Events(self.sim.clock)
+        self.variant = variant
+        self.outcomes = outcomes
+        self.out: dict = {"units": [], "done": [], "attempts": 0, "denied": 0, "terminal": 0, "retryable": 0,
+                          "jobs": 0, "peak": 0}
+
+    async def run(self, tick) -> dict:
+        for p in range(PARENTS):
+            self.events.at(p * EVERY, self._start(p))
+        await self.events.run(SECONDS, tick)
+        await self.sim.close()
+        return self.out
+
+    def _start(self, p: int):
+        async def go() -> None:
+            parent = Parent()
+            if self.variant in ("job budget 100", "client makes new jobs") and not await self._new_job(parent):
+                return
+            for t in range(TASKS):
+                self.events.after(0.1 * t, lambda t=t: self._attempt(p, t, parent, 0))
+        return go
+
+    async def _new_job(self, parent: Parent) -> bool:
+        sim, out = self.sim, self.out
         made = await sim.jobs.create("acme", sim.plan("acme"), JobRequest(BUDGET))
         if isinstance(made, Refusal):
             out["retryable" if made.reason in (Reason.rate_limited, Reason.concurrency_limit) else "terminal"] += 1
@@ -44,56 +68,44 @@ async def _variant(seed: int, variant: str, outcomes: list, tick) -> dict:
         parent.job = await sim.jobs.resolve("acme", made.id)
         return True
 
-    async def task_over(parent: Parent) -> None:
+    async def _task_over(self, parent: Parent) -> None:
         parent.running -= 1
         if parent.running == 0 and parent.job is not None:
-            await sim.jobs.cancel("acme", parent.job.meta.id)   # the call is over: its job goes
+            await self.sim.jobs.cancel("acme", parent.job.meta.id)   # the call is over: its job goes
 
-    def task(p: int, t: int, parent: Parent):
-        async def attempt(n: int) -> None:
-            job = parent.job
-            if variant == "client makes up job ids":
-                job = await sim.jobs.resolve("acme", f"job_{p:013d}{t:013d}")   # never issued: job_not_found
-            decision = await sim.reserve("acme", UNITS, job=job) if not isinstance(job, Refusal) else None
-            if decision is None or decision.ticket is None:
-                out["denied"] += UNITS
-                out["terminal"] += 1
-                if variant == "client makes new jobs" and decision is not None and await new_job(parent):
-                    events.after(0.5, lambda: attempt(n))       # and carries on in the fresh job
-                    return
-                await task_over(parent)
+    async def _attempt(self, p: int, t: int, parent: Parent, n: int) -> None:
+        sim, out, events = self.sim, self.out, self.events
+        job = parent.job
+        if self.variant == "client makes up job ids":
+            job = await sim.jobs.resolve("acme", f"job_{p:013d}{t:013d}")   # never issued: job_not_found
+        decision = await sim.reserve("acme", UNITS, job=job) if not isinstance(job, Refusal) else None
+        if decision is None or decision.ticket is None:
+            out["denied"] += UNITS
+            out["terminal"] += 1
+            if self.variant == "client makes new jobs" and decision is not None and await self._new_job(parent):
+                events.after(0.5, lambda: self._attempt(p, t, parent, n))   # and carries on in the fresh job
                 return
-            out["attempts"] += 1
-            out["units"].append((sim.clock.elapsed, UNITS))
-            if parent.job is not None:
-                [rec] = await sim.jobs.records("acme", [parent.job.meta.id])
-                out["peak"] = max(out["peak"], rec.value.used)
+            await self._task_over(parent)
+            return
+        out["attempts"] += 1
+        out["units"].append((sim.clock.elapsed, UNITS))
+        if parent.job is not None:
+            [rec] = await sim.jobs.records("acme", [parent.job.meta.id])
+            out["peak"] = max(out["peak"], rec.value.used)
 
-            async def done() -> None:
-                await sim.settle(decision, UNITS)
-                if outcomes[p][t][n]:
-                    out["done"].append((sim.clock.elapsed, 1))
-                elif n + 1 < ATTEMPTS:
-                    events.after(0.5, lambda: attempt(n + 1))    # the tool failed: the agent retries
-                    return
-                await task_over(parent)
-            events.after(RUN_S, done)
-        return attempt
-
-    def start(p: int):
-        async def go() -> None:
-            parent = Parent()
-            if variant in ("job budget 100", "client makes new jobs") and not await new_job(parent):
+        async def done() -> None:
+            await sim.settle(decision, UNITS)
+            if self.outcomes[p][t][n]:
+                out["done"].append((sim.clock.elapsed, 1))
+            elif n + 1 < ATTEMPTS:
+                events.after(0.5, lambda: self._attempt(p, t, parent, n + 1))   # the tool failed: the agent retries
                 return
-            for t in range(TASKS):
-                events.after(0.1 * t, lambda t=t: task(p, t, parent)(0))
-        return go
+            await self._task_over(parent)
+        events.after(RUN_S, done)
 
-    for p in range(PARENTS):
-        events.at(p * EVERY, start(p))
-    await events.run(SECONDS, tick)
-    await sim.close()
-    return out
+
+async def _variant(seed: int, variant: str, outcomes: list, tick) -> dict:
+    return await _Variant(seed, variant, outcomes).run(tick)
 
 
 async def run(seed: int, tick: Callable[[float], None]) -> Result:
