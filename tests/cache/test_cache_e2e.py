@@ -342,3 +342,32 @@ async def test_cache_metrics_are_exposed(tmp_path, mock):
     assert lines['tokenward_cache_saved_usd_total{tenant="globex"}'] > saved_before[1]
     assert lines["tokenward_cache_bytes"] > 0 and "tokenward_cache_evictions_total" in lines
     assert "tokenward_cache_store_errors_total" in lines
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_with_the_output_screen_the_cache_keeps_no_personal_data(tmp_path, mock, stream):
+    """``pii.output: redact``: what the model wrote is masked before the entry is stored, so
+    the cache never holds it, and a hit serves the masked answer."""
+    email = "jane.doe@example.com"
+    path = config(tmp_path, mock.port)
+    raw = yaml.safe_load(path.read_text())
+    raw["screening"]["policies"]["outscreen"] = {"pii": {"mode": "log", "output": "redact"}}
+    raw["plans"]["other"]["screening"] = "outscreen"
+    path.write_text(yaml.safe_dump(raw))
+    async with in_process(path, clock=FakeClock()) as gw:
+        client = await sdk(gw, "globex", **{"x-mock-echo": "4"})
+        text = f"Write to {email} today."
+        answers = []
+        for _ in range(2):
+            if stream:
+                chunks = await client.chat.completions.create(model="small-chat", max_tokens=30, stream=True,
+                                                              messages=said(text))
+                answers.append("".join([c.choices[0].delta.content or "" async for c in chunks if c.choices]))
+            else:
+                reply = await client.chat.completions.create(model="small-chat", max_tokens=30, messages=said(text))
+                answers.append(reply.choices[0].message.content)
+        assert answers == ["Write to [EMAIL] today."] * 2
+        assert await mock.requests() == 1                      # the second was a hit
+        store = gw.gateway.services.extras["cache"].store
+        stored = [value for _, value in store._entries.values()]
+        assert len(stored) == 1 and email.encode() not in stored[0] and b"[EMAIL]" in stored[0]

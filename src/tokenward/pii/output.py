@@ -16,7 +16,7 @@ entity types, and writes ``[EMAIL]``-style markers as ``redact`` mode does.
 
 Tool-call arguments are not edited: they are the input of the caller's own tool. Counts
 per entity type go into the decision record (``pii.output_redacted``) and the metrics;
-never a value.
+never a value. The response cache stores an answer redacted the same way (s85_cache.py).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ CONTEXT = 64    # characters already sent that the detector reads in front of ne
 
 
 class OutputRedactor(StreamTextEdit):
-    __slots__ = ("_find", "_record", "_on_redacted", "_sent", "counts")
+    __slots__ = ("find", "_record", "_on_redacted", "_sent", "counts")
     # (one per request, registered by the transform stage; pipeline/outbound.py applies it)
     TOOL_ARGUMENTS = False
 
     def __init__(self, find: Callable[[str], list], record: dict[str, Any],
                  on_redacted: Callable[[dict[str, int]], None] | None = None) -> None:
         super().__init__()
-        self._find = find                  # text -> [(start, end, ENTITY)]
+        self.find = find                   # text -> [(start, end, ENTITY)]
         self._record = record              # the request's pii record (counts only)
         self._on_redacted = on_redacted    # once, at the end: the counts (metrics)
         self._sent: dict[tuple, str] = {}  # per field: the last CONTEXT characters sent (raw)
@@ -68,7 +68,7 @@ class OutputRedactor(StreamTextEdit):
             for key in keys:
                 value = holder.get(key)
                 if isinstance(value, str) and value:
-                    holder[key] = self._redact(value, self._find(value), 0, len(value))
+                    holder[key] = self._redact(value, self.find(value), 0, len(value))
         self._done()
         return _encode(answer) if sum(self.counts.values()) != before else body
 
@@ -79,7 +79,7 @@ class OutputRedactor(StreamTextEdit):
     def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
         sent = self._sent.get(key, "")
         seen = sent + text
-        spans = [(a - len(sent), b - len(sent), label) for a, b, label in self._find(seen) if b > len(sent)]
+        spans = [(a - len(sent), b - len(sent), label) for a, b, label in self.find(seen) if b > len(sent)]
         cut = len(text) if finishing else max(len(text) - HOLD, 0)
         for a, b, _ in spans:
             if a < cut < b:

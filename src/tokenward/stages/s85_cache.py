@@ -37,6 +37,7 @@ from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
 from ..http.responses import JSON, SSE_HEADERS
 from ..observe.metrics import METRICS
+from ..pii.output import OutputRedactor
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
 from ..upstream.chunks import parsed
@@ -246,15 +247,20 @@ class CacheStage(BaseStage):
         capture, key, limit, ttl, semantic = pending
         reported = {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
         reported["total_tokens"] = reported["prompt_tokens"] + reported["completion_tokens"]
+        redact = _output_screen(ctx)
         if capture.stream is not None:
             entry = capture.stream.entry(reported, limit)
             if entry is None or any(c.finish_reason is None for c in entry.choices):
                 return
-            value = b"E" + _encode_entry(entry)
+            if redact is not None:    # kept as a whole answer, with what the model wrote masked
+                value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + redact(entry.body(ctx.request_id))
+            else:
+                value = b"E" + _encode_entry(entry)
         elif capture.body is not None and b'"finish_reason":null' not in capture.body:
             # A whole answer is kept as the backend's bytes and read when it serves a hit:
             # most entries are never hit, and a miss should cost little more than no cache.
-            value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + capture.body
+            body = capture.body if redact is None else redact(capture.body)
+            value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + body
         else:
             return
         if len(value) > self.cfg.max_entry_bytes:
@@ -294,6 +300,16 @@ class CacheStage(BaseStage):
             await self.store.close()
             if self.semantic is not None:
                 self.semantic.close()
+
+
+def _output_screen(ctx: RequestContext):
+    """With ``pii.output: redact`` the entry is stored as it will be served: the personal
+    data the model wrote masked, so none of it is kept in the cache (a fresh redactor: the
+    request's own already counted what it masked)."""
+    for transform in ctx.transforms or ():
+        if isinstance(transform, OutputRedactor):
+            return OutputRedactor(transform.find, {}).whole
+    return None
 
 
 def _secret(cfg: CacheConfig, shared: bool) -> bytes:
