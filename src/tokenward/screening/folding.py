@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_right
 
 DROP = "\x00"    # what a removed character folds to
 HIDDEN = re.compile("[\\x00\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
@@ -44,6 +45,7 @@ class _FoldTable(dict):
 
 FOLD = _FoldTable((i, fold_char(chr(i))) for i in range(128))
 _SPECIAL = re.compile("[013457@$\\x00\\x80-\\U0010ffff]")   # what str.lower leaves to fold
+_WIDE = re.compile("[\\x00\\x80-\\U0010ffff]")                # what may fold to another length
 TOK = {i: chr(i) if chr(i).isalnum() or chr(i) == "_" else " " for i in range(128)}
 NONWORD = re.compile(r"[^\w ]")
 
@@ -57,26 +59,59 @@ def _fold1(text: str) -> str:
     return text.translate(FOLD)
 
 
-def fold(text: str) -> tuple[str, list[int] | None]:
-    """(folded text, index map into ``text``, or None when offsets are unchanged)."""
+class OffsetMap:
+    """Folded-text offset -> offset in the original text, kept as the few places where
+    folding changed a character's length (a hidden character removed, one expanded)
+    rather than one entry per character: a text with one emoji joiner in 2 KB would
+    otherwise pay for 2,000. ``m[p]`` for 0 <= p <= len(folded text)."""
+
+    __slots__ = ("_starts", "_origins", "_fixed")
+
+    def __init__(self, edits: list[tuple[int, int]]) -> None:
+        """``edits``: (position in the text, length it folded to), in order."""
+        starts, origins, fixed = [0], [0], [False]
+        n = pos = 0
+        for i, k in edits:
+            n += i - pos                                  # the text before it maps one for one
+            if k:                                         # an expansion: every piece maps to it
+                starts.append(n)
+                origins.append(i)
+                fixed.append(True)
+                n += k
+            pos = i + 1
+            starts.append(n)
+            origins.append(pos)
+            fixed.append(False)
+        self._starts, self._origins, self._fixed = starts, origins, fixed
+
+    def __getitem__(self, p: int) -> int:
+        j = bisect_right(self._starts, p) - 1
+        return self._origins[j] if self._fixed[j] else self._origins[j] + (p - self._starts[j])
+
+
+def fold(text: str) -> tuple[str, OffsetMap | list[int] | None]:
+    """(folded text, offsets back into ``text``, or None when they are unchanged)."""
     norm = _fold1(text)
     if len(norm) == len(text) and DROP not in norm:
         return norm, None
-    parts, idx, pos = [], [], 0                           # replace what does not fold one for one
-    for m in _SPECIAL.finditer(text):
+    edits = []                                            # what did not fold one for one
+    for m in _WIDE.finditer(text):
         f = FOLD[ord(m.group())]
         if len(f) != 1 or f == DROP:
-            i, f = m.start(), f.replace(DROP, "")
-            parts += (text[pos:i], f)
-            idx += [*range(pos, i), *[i] * len(f)]
-            pos = i + 1
-    idx += range(pos, len(text) + 1)
+            edits.append((m.start(), len(f.replace(DROP, ""))))
+    folded = norm.replace(DROP, "")
+    if len(folded) == len(text) + sum(k - 1 for _, k in edits):
+        return folded, OffsetMap(edits)
+    # lower() changed a length (a character it expands): fold what is left one by one
+    parts, pos = [], 0
+    for i, k in edits:
+        parts += (text[pos:i], FOLD[ord(text[i])].replace(DROP, ""))
+        pos = i + 1
     raw = "".join(parts) + text[pos:]
-    norm = _fold1(raw)
-    if len(norm) != len(raw):                             # folding is idempotent; were it not, offsets stay valid
-        norm = raw.translate(FOLD)
-        idx = idx if len(norm) == len(raw) else [min(i, len(text)) for i in range(len(norm) + 1)]
-    return norm, idx
+    norm = raw.translate(FOLD)
+    if len(norm) != len(raw):
+        return norm, [min(i, len(text)) for i in range(len(norm) + 1)]
+    return norm, OffsetMap(edits)
 
 
 def fold_pattern(p: str) -> str:
