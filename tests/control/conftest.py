@@ -14,6 +14,7 @@ import pytest
 
 from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
 from tests.identity.conftest import ADMIN_TOKEN, ADMIN_TOKEN_ENV, Backend, backend, bearer, chat, write_config  # noqa: F401
+from tests.budget.conftest import FakeClock
 from tests.support import start_app, stop_app
 from tokenward.app import Gateway
 from tokenward.config.loader import parse_config
@@ -21,17 +22,7 @@ from tokenward.config.loader import parse_config
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
-class Clock:
-    """Unix seconds, moved only by the test."""
-
-    def __init__(self, start: float | None = None) -> None:
-        self.now = float(int(time.time())) if start is None else start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
+Clock = FakeClock   # unix seconds, moved only by the test
 
 
 class Running:

@@ -32,7 +32,8 @@ from urllib.parse import parse_qs
 import msgspec
 
 from ..config.schema import Config
-from ..errors import Reason, envelope
+from ..errors import Reason, Refusal, envelope
+from ..http.bodies import read_bounded
 from ..http.responses import send_bytes, send_json
 from ..keys import format as keyformat
 from ..keys.model import KeyNotFound, KeyStateError, KeyStoreError, parse_duration
@@ -259,20 +260,9 @@ def _key_id(ident: str) -> str:
 
 
 async def _read_json(receive) -> dict:
-    chunks = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _refusal(Reason.client_disconnected, "client went away")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise _refusal(Reason.body_too_large, f"admin request body exceeds {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    raw = b"".join(chunks)
+    raw = await read_bounded(receive, MAX_BODY_BYTES, "an admin request body")
+    if isinstance(raw, Refusal):
+        raise _refusal(raw.reason, raw.message)
     try:
         body = _decode(raw) if raw else {}
     except msgspec.DecodeError:

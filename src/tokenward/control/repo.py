@@ -16,6 +16,7 @@ import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from ..keys.sql import create_tables
 from ..keys.tables import key_audit
 from .model import CANCEL, Control
 from .tables import controls, metadata
@@ -38,14 +39,7 @@ class ControlRepo:
         self.clock = clock
 
     async def create_table(self) -> None:
-        for attempt in range(3):
-            try:
-                async with self.engine.begin() as conn:
-                    await conn.run_sync(metadata.create_all)
-                return
-            except sa.exc.DBAPIError:
-                if attempt == 2:   # replicas starting at once race on CREATE TABLE; the loser retries
-                    raise
+        await create_tables(self.engine, metadata)
 
     async def add(self, control: Control, duration_s: float | None) -> Control:
         """Insert a control lasting ``duration_s`` from now (None: until cleared; a cancel

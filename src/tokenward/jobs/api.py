@@ -14,6 +14,7 @@ from typing import Any, Callable
 import msgspec
 
 from ..errors import Reason, Refusal
+from ..http.bodies import read_bounded
 from ..http.responses import send_json, send_refusal
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
@@ -74,7 +75,7 @@ class JobsApi:
         content_type = ctx.header(b"content-type") or b""
         if content_type.split(b";", 1)[0].strip().lower() != b"application/json":
             return 415, Refusal(Reason.unsupported_media_type, "content-type must be application/json")
-        body = await _read_body(ctx.receive)
+        body = await read_bounded(ctx.receive, MAX_BODY, "a job's body")
         if isinstance(body, Refusal):
             return body.status, body
         try:
@@ -95,17 +96,3 @@ def _method(method: str, path: str, allowed: bytes) -> Refusal:
     return Refusal(Reason.method_not_allowed, f"method {method} is not allowed on {path[:200]}",
                    headers=((b"allow", allowed),))
 
-
-async def _read_body(receive) -> bytes | Refusal:
-    parts, size = [], 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return Refusal(Reason.client_disconnected, "client went away while sending the body")
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > MAX_BODY:
-            return Refusal(Reason.body_too_large, f"a job's body is at most {MAX_BODY} bytes")
-        parts.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(parts)

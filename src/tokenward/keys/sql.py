@@ -86,16 +86,7 @@ class SqlKeyStore:
         return store
 
     async def _create_tables(self) -> None:
-        for attempt in range(3):
-            try:
-                async with self.engine.begin() as conn:
-                    await conn.run_sync(metadata.create_all)
-                return
-            except sa.exc.DBAPIError:
-                # Two replicas starting at once may race on CREATE TABLE; the loser retries.
-                if attempt == 2:
-                    raise
-                await asyncio.sleep(0.1 * (attempt + 1))
+        await create_tables(self.engine, metadata)
 
     async def close(self) -> None:
         await self.engine.dispose()
@@ -200,3 +191,17 @@ class SqlKeyStore:
         params = [{"key_id": key_id, "ts": ts} for key_id, ts in sorted(last_used.items())]
         async with self.engine.begin() as conn:
             await conn.execute(stmt, params)
+
+
+async def create_tables(engine: AsyncEngine, tables: sa.MetaData) -> None:
+    """CREATE TABLE IF NOT EXISTS for ``tables``; replicas starting at once may race on it,
+    and the loser retries."""
+    for attempt in range(3):
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(tables.create_all)
+            return
+        except sa.exc.DBAPIError:
+            if attempt == 2:
+                raise
+            await asyncio.sleep(0.1 * (attempt + 1))

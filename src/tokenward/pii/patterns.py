@@ -49,6 +49,18 @@ ENTITIES: tuple[str, ...] = (
     "CRYPTO",
 )
 
+def choose_entities(entities: Iterable[str] | None, known: tuple[str, ...]) -> frozenset[str]:
+    """The entity types a detector is asked for (None: all it knows); an unknown one is a
+    ValueError naming it and the known ones."""
+    if entities is None:
+        return frozenset(known)
+    chosen = frozenset(entities)
+    unknown = sorted(chosen - set(known))
+    if unknown:
+        raise ValueError(f"unknown PII entity {', '.join(unknown)}; known: {', '.join(known)}")
+    return chosen
+
+
 # When two candidates of equal length overlap, the one whose validation says more wins:
 # a checksum beats a shape, a shape beats a keyword.
 _RANK = {
@@ -84,14 +96,7 @@ class PatternDetector:
     _runs = staticmethod(trigger_runs)
 
     def __init__(self, entities: Iterable[str] | None = None) -> None:
-        if entities is None:
-            chosen = frozenset(ENTITIES)
-        else:
-            chosen = frozenset(entities)
-            unknown = sorted(chosen - set(ENTITIES))
-            if unknown:
-                raise ValueError(f"unknown PII entity {', '.join(unknown)}; known: {', '.join(ENTITIES)}")
-        self.entities: frozenset[str] = chosen
+        chosen = self.entities = choose_entities(entities, ENTITIES)
         digit_entities = chosen - {"EMAIL"}
         self._digits = DigitScan(digit_entities) if digit_entities else None
         self._email = "EMAIL" in chosen

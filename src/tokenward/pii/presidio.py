@@ -62,7 +62,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from .patterns import ENTITIES as BUILTIN_ENTITIES
-from .patterns import PatternDetector, Span
+from .patterns import PatternDetector, Span, choose_entities
 from .spans import keep_apart
 
 __all__ = ["ENTITIES", "FROM_PRESIDIO", "MIN_SCORE", "PresidioDetector"]
@@ -218,14 +218,7 @@ class PresidioDetector:
         self, entities: Iterable[str] | None = None, *, min_score: float = MIN_SCORE, builtin: bool = True
     ) -> None:
         """``builtin=False`` leaves the built-in patterns out (Presidio alone, for comparison)."""
-        if entities is None:
-            chosen = frozenset(ENTITIES)
-        else:
-            chosen = frozenset(entities)
-            unknown = sorted(chosen - set(ENTITIES))
-            if unknown:
-                raise ValueError(f"unknown PII entity {', '.join(unknown)}; known: {', '.join(ENTITIES)}")
-        self.entities: frozenset[str] = chosen
+        chosen = self.entities = choose_entities(entities, ENTITIES)
         self.min_score = min_score
         ours = chosen & set(BUILTIN_ENTITIES)
         self._patterns = PatternDetector(ours) if ours and builtin else None
