@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from typing import Callable
-from urllib.parse import unquote
 
 import httptools
 
 from ..errors import Reason
 from .cycle import RequestCycle, wake
+from .head import check_transfer_encoding, split_target
 from .refusals import Refused, error_response
 from .state import ServerState
 
@@ -182,30 +182,14 @@ class HttpConnection(asyncio.Protocol):
         if name == b"expect" and value.lower() == b"100-continue":
             self.expect = True
         elif name == b"transfer-encoding":
-            if value.strip().lower() != b"chunked":
-                # The parser would take "gzip, chunked" as chunked and hand on a body still
-                # gzip-coded, and read an unknown coding's body to the end of the connection.
-                raise Refused(Reason.transfer_encoding_unsupported,
-                               "a Transfer-Encoding other than chunked is not supported")
-            if self.parser.get_http_version() == "1.0":
-                # HTTP/1.0 has no transfer codings: RFC 9112 calls such framing faulty.
-                raise Refused(Reason.malformed_request, "Transfer-Encoding in an HTTP/1.0 request")
+            check_transfer_encoding(value, self.parser.get_http_version())
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.in_head = False
         parser = self.parser
         version = parser.get_http_version()
-        raw_url = self.url
-        if raw_url[:1] == b"/" and b"?" not in raw_url and b"%" not in raw_url and b"#" not in raw_url:
-            raw_path, query = raw_url, b""  # the usual origin-form target: nothing to parse
-            path = raw_url.decode("latin-1")
-        else:
-            url = httptools.parse_url(raw_url)
-            raw_path, query = url.path or b"/", url.query or b""
-            path = raw_path.decode("latin-1")
-            if "%" in path:
-                path = unquote(path)
+        path, raw_path, query = split_target(self.url)
         scope = {
             "type": "http", "asgi": _ASGI, "http_version": version, "method": parser.get_method().decode("ascii"),
             "scheme": self.scheme, "path": path, "raw_path": raw_path, "query_string": query,
