@@ -395,10 +395,11 @@ async def test_masked_prompts_and_cached_answers_with_the_real_server(tiny, serv
     """Personal data tokenized before the server and a cache keyed on the masked request, in
     front of llama.cpp: the server never receives either caller's address, two callers whose
     prompts differ only in their own address share one entry (one request reaches the
-    server), and the server's whole answer is replayed whole and as a stream."""
+    server), and the server's whole answer is replayed whole and as a stream; with the output
+    screen on, the server's own stream passes through it whole and counted."""
     config = gateway_config(tiny, server, tmp_path).replace(
         "    max_messages: 300\n", "    max_messages: 300\n    screening: mask\n    cache: true\n", 1)
-    config += ("screening:\n  policies:\n    mask: {pii: {detector: patterns, mode: tokenize}}\n"
+    config += ("screening:\n  policies:\n    mask: {pii: {detector: patterns, mode: tokenize, output: redact}}\n"
                "cache: {store: memory, ttl_seconds: 600}\n")
     async with gateway_in_process(config, tmp_path / "decisions.jsonl") as running:
         alice = sdk(running)
@@ -422,11 +423,20 @@ async def test_masked_prompts_and_cached_answers_with_the_real_server(tiny, serv
                                                    stream=True, stream_options={"include_usage": True})
         text, _, usage = await collect(stream)
         assert text == answer.choices[0].message.content and usage.completion_tokens == 12
-        seen = server.stats("alice@example.com", "bob@example.org", "carol@example.net", "{EMAIL_0}")
-        assert seen["requests"] == before + 1                       # one reached the server, two were hits
-        assert set(seen["contains"].values()) == {0, 1} and seen["contains"]["{EMAIL_0}"] == 1
-        assert not any(seen["contains"][a] for a in ("alice@example.com", "bob@example.org", "carol@example.net"))
+        # the server's own stream through the output screen (no-cache: not a hit): whole, counted
+        fresh = openai.AsyncOpenAI(base_url=running.url + "/v1", max_retries=0, timeout=60,
+                                   api_key=await running.new_key("acme"), default_headers={"cache-control": "no-cache"})
+        live = await fresh.chat.completions.create(model="tiny", max_tokens=12, messages=ask("dan@example.com"),
+                                                   stream=True, stream_options={"include_usage": True})
+        live_text, _, live_usage = await collect(live)
+        assert live_text and live_usage.completion_tokens == 12
+        seen = server.stats("alice@example.com", "bob@example.org", "carol@example.net", "dan@example.com",
+                            "{EMAIL_0}")
+        assert seen["requests"] == before + 2                       # two reached the server, two were hits
+        assert seen["contains"]["{EMAIL_0}"] == 2
+        assert not any(seen["contains"][a] for a in ("alice@example.com", "bob@example.org", "carol@example.net",
+                                                     "dan@example.com"))
         await settled(running)
-        records = running.decisions()[-3:]
-        assert [r.get("answered_by") for r in records] == [None, "cache", "cache"]
-        assert all(r["notes"]["budget"]["refunded"] == r["notes"]["budget"]["reserved"] for r in records[1:])
+        records = running.decisions()[-4:]
+        assert [r.get("answered_by") for r in records] == [None, "cache", "cache", None]
+        assert all(r["notes"]["budget"]["refunded"] == r["notes"]["budget"]["reserved"] for r in records[1:3])
