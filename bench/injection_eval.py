@@ -86,7 +86,7 @@ def cold_pass(detector: HeuristicInjection) -> None:
     for prompt, _ in EVAL:
         detector.score([prompt])
     print(f"first (cold) pass over the set, compiling {len(injection._WORD_RE)} of the "
-          f"{len(set(injection._SOURCES.values()))} per-token regexes: "
+          f"{len(set(injection._SOURCES[0].values()))} per-token regexes: "
           f"{(time.process_time_ns() - started) / 1e6:.1f} ms CPU\n")
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
+from typing import Callable
 
 DROP = "\x00"    # what a removed character folds to
 HIDDEN = re.compile("[\\x00\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff"
@@ -44,19 +45,61 @@ class _FoldTable(dict):
 
 
 FOLD = _FoldTable((i, fold_char(chr(i))) for i in range(128))
-_SPECIAL = re.compile("[013457@$\\x00\\x80-\\U0010ffff]")   # what str.lower leaves to fold
 _WIDE = re.compile("[\\x00\\x80-\\U0010ffff]")                # what may fold to another length
 TOK = {i: chr(i) if chr(i).isalnum() or chr(i) == "_" else " " for i in range(128)}
 NONWORD = re.compile(r"[^\w ]")
 
 
+_ASCII_BYTES = bytes(range(128))
+
+
+def ascii_table(table: dict[int, str]) -> bytes:
+    """``table``'s ASCII part as a ``bytes.translate`` table (bytes >= 0x80 left alone)."""
+    assert all(len(table[i]) == 1 and table[i].isascii() for i in range(128))
+    return bytes(ord(table[i]) for i in range(128)) + bytes(range(128, 256))
+
+
+def _few_others(text: str) -> set[str] | None:
+    """The distinct characters of ``text`` that are not ASCII; None when more than one in 8
+    is, or more than 64 distinct ones are. (In UTF-8 the ASCII bytes are exactly the ASCII
+    characters, so deleting them leaves the others, at C speed.)"""
+    others = text.encode("utf-8", "surrogatepass").translate(None, _ASCII_BYTES).decode("utf-8", "surrogatepass")
+    if len(others) * 8 > len(text) or len(odd := set(others)) > 64:
+        return None
+    return odd
+
+
+def translate_mostly_ascii(text: str, ascii_bytes: bytes, other: Callable[[str], str]) -> str | None:
+    """``text`` with each ASCII character mapped by ``ascii_bytes`` and each other character
+    ``c`` replaced by ``other(c)``; None when more than one character in 8 is not ASCII, or
+    more than 64 distinct ones are (then a per-character ``str.translate`` is as fast). Why: CPython's ``str.translate``
+    is fast only while the text is ASCII; from the first other character on it looks every
+    character up in the dict, so one accented letter in 2 KB of English made folding ~7x
+    slower. In UTF-8 the ASCII bytes are the ASCII characters, so they map as bytes, and the
+    few others are replaced whole."""
+    if (odd := _few_others(text)) is None:
+        return None
+    out = text.encode("utf-8", "surrogatepass").translate(ascii_bytes).decode("utf-8", "surrogatepass")
+    changes = {c: v for c in odd if (v := other(c)) != c}
+    if any(x in changes for v in changes.values() for x in v):      # a replacement replaced again
+        return None
+    for c, v in changes.items():
+        out = out.replace(c, v)
+    return out
+
+
+def _fold_other(c: str) -> str:
+    return FOLD[ord(c)]
+
+
+_FOLD_ASCII = ascii_table(FOLD)
+
+
 def _fold1(text: str) -> str:
     if text.isascii():
         return text.translate(FOLD)
-    low = text.lower()                                    # mostly ASCII: fold only what lower() leaves
-    if len(low) == len(text) and (len(text.encode("utf-8", "surrogatepass")) - len(text)) * 8 <= len(text):
-        return _SPECIAL.sub(lambda m: FOLD[ord(m.group())], low)
-    return text.translate(FOLD)
+    folded = translate_mostly_ascii(text, _FOLD_ASCII, _fold_other)
+    return text.translate(FOLD) if folded is None else folded
 
 
 class OffsetMap:
@@ -89,16 +132,28 @@ class OffsetMap:
         return self._origins[j] if self._fixed[j] else self._origins[j] + (p - self._starts[j])
 
 
+def _length_edits(text: str) -> list[tuple[int, int]]:
+    """(position, length it folds to) of each character that does not fold one for one, in
+    order: looked for one by one (``str.find``) when the text has few such characters."""
+    if (odd := _few_others(text)) is None:
+        wide = ((m.start(), FOLD[ord(m.group())]) for m in _WIDE.finditer(text))
+        return [(i, len(f.replace(DROP, ""))) for i, f in wide if len(f) != 1 or f == DROP]
+    edits = []
+    for c in odd | {DROP}:
+        if len(f := FOLD[ord(c)]) != 1 or f == DROP:
+            k, i = len(f.replace(DROP, "")), text.find(c)
+            while i >= 0:
+                edits.append((i, k))
+                i = text.find(c, i + 1)
+    return sorted(edits)
+
+
 def fold(text: str) -> tuple[str, OffsetMap | list[int] | None]:
     """(folded text, offsets back into ``text``, or None when they are unchanged)."""
     norm = _fold1(text)
     if len(norm) == len(text) and DROP not in norm:
         return norm, None
-    edits = []                                            # what did not fold one for one
-    for m in _WIDE.finditer(text):
-        f = FOLD[ord(m.group())]
-        if len(f) != 1 or f == DROP:
-            edits.append((m.start(), len(f.replace(DROP, ""))))
+    edits = _length_edits(text)
     folded = norm.replace(DROP, "")
     if len(folded) == len(text) + sum(k - 1 for _, k in edits):
         return folded, OffsetMap(edits)

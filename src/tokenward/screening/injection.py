@@ -5,7 +5,9 @@ original texts. Each text is folded for matching (casefold, NFKC, accents, typog
 punctuation, leetspeak, hidden characters removed; an index map when that is not one character
 for one). Its tokens (non-word characters blanked, split at C speed) that can start a pattern
 are looked up and only there is that token's regex tried (first alternative wins, matches do
-not overlap); the markup regex scans once, skipping to its first characters. Spaced-out letters
+not overlap; the specs a token starts are one regex, a head they share written once, and
+the specs that need a word no token of this text starts with are left out); the markup
+regex scans once, skipping to its first characters. Spaced-out letters
 (``i g n o r e``) are collapsed and read again. ``score = 1 - exp(-z)``, z the summed weights
 of the distinct signals found (0 if z <= 0): 0.92 -> 0.6, 2.3 -> 0.9. docs/injection-eval.md
 has the measured precision, recall and latency, the weights and the blind spots.
@@ -18,11 +20,13 @@ from __future__ import annotations
 
 import math
 import re
+from functools import reduce
 from itertools import islice
+from operator import or_
 from typing import Sequence
 
-from .folding import FOLD, HIDDEN, NONWORD, TOK, fold, fold_pattern
-from .injection_patterns import MARKUP_SPECS, V_HEAD, V_OVR, WORD_SPECS, entries
+from .folding import FOLD, HIDDEN, NONWORD, TOK, ascii_table, fold, fold_pattern, translate_mostly_ascii
+from .injection_patterns import MARKUP_SPECS, NEEDS, V_HEAD, V_OVR, WORD_SPECS, entries
 
 _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltration, M markup, D dampeners
     "O": "override 2.6 precedence 2.4 override_all 2.0 forget_everything 2.0 safety_off 1.6 override_user 1.4 "
@@ -43,8 +47,10 @@ WEIGHTS: dict[str, tuple[float, str]] = {
 _ACTIVE = frozenset(n for n, (_, fam) in WEIGHTS.items() if fam in "OPE") | {"address_ai", "indirect_when"}
 
 
-def _build() -> tuple[dict[str, str], re.Pattern, dict[str, str]]:
-    """Per first token, its word regex source (compiled on first use); the markup regex; group -> name."""
+def _build() -> tuple[list[dict[str, str]], dict[str, int], re.Pattern, dict[str, str]]:
+    """Per set of closed gates (a bit per NEEDS entry whose words no token starts with), per
+    first token, its word regex source ("" when every spec it starts is gated off; compiled
+    on first use); per first token, the gates of its specs; the markup regex; group -> name."""
     names: dict[str, str] = {}
 
     def group(name: str, body: str) -> str:
@@ -53,24 +59,42 @@ def _build() -> tuple[dict[str, str], re.Pattern, dict[str, str]]:
         names[key := f"g{len(names)}"] = name
         return f"(?P<{key}>{body})"
 
-    by_word: dict[str, list[str]] = {}                    # token -> its alternatives, in spec order
+    by_word: dict[str, list[tuple[int, str, str]]] = {}  # token -> its (gate bit, head, body), in spec order
     for name, starts, rest in WORD_SPECS:
         heads: dict[str, list[str]] = {}
         for first, regex in entries(starts):
             heads.setdefault(first, []).append(regex)
         body = group(name, rest)
+        gate = sum(1 << i for i, (pattern, _) in enumerate(NEEDS) if pattern in rest)
         for first, alts in heads.items():                 # the override verbs all share one regex
             head = V_HEAD if starts is V_OVR else f"(?:{'|'.join(alts)})"
-            by_word.setdefault(first, []).append(head + body)
+            by_word.setdefault(first, []).append((gate, head, body))
     by_char: dict[str, list[str]] = {}
     for name, first, rest in MARKUP_SPECS:
         by_char.setdefault(first, []).append(group(name, fold_pattern(rest)))
     markup = "|".join(f"{re.escape(c)}(?:{'|'.join(alts)})" for c, alts in by_char.items())
-    return {w: "|".join(alts) for w, alts in by_word.items()}, re.compile(markup, re.M), names
+    sources = [{w: _factored([(h, b) for gate, h, b in alts if not gate & closed]) for w, alts in by_word.items()}
+               for closed in range(1 << len(NEEDS))]
+    gates = {w: reduce(or_, (gate for gate, _, _ in alts)) for w, alts in by_word.items()}
+    return sources, gates, re.compile(markup, re.M), names
 
 
-_SOURCES, _MARKUP, _NAMES = _build()
-_FIRST = frozenset(_SOURCES)
+def _factored(alternatives: list[tuple[str, str]]) -> str:
+    """``head body | head body | ...`` with each run of one head written once,
+    ``head (?:body | body)``: the nine override specs share the ~100-verb head, which
+    sre would otherwise match again for each of them."""
+    runs: list[tuple[str, list[str]]] = []
+    for head, body in alternatives:
+        if runs and runs[-1][0] == head:
+            runs[-1][1].append(body)
+        else:
+            runs.append((head, [body]))
+    return "|".join(head + (bodies[0] if len(bodies) == 1 else f"(?:{'|'.join(bodies)})") for head, bodies in runs)
+
+
+_SOURCES, _WORD_GATES, _MARKUP, _NAMES = _build()
+_FIRST = frozenset(_SOURCES[0])
+_GATES = [(1 << i, tuple(f" {w}" for w in words)) for i, (_, words) in enumerate(NEEDS)]
 _WORD_RE: dict[str, re.Pattern] = {}                   # source -> compiled, on first use
 _SPACED = re.compile(r"(?<!\w)[^\W\d_](?:[ .\-_*|+~/][^\W\d_](?!\w)){2,}")
 _SPACE_HINT = frozenset("bcefghjklnopqruvwxyz")
@@ -81,17 +105,38 @@ _CUE = frozenset("ai assistant llm llms chatbot gpt chatgpt claude gemini copilo
                  "instructions instruction prompt".split())
 
 
+_TOK_ASCII = ascii_table(TOK)
+
+
+def _blank_nonword(c: str) -> str:
+    return c if c.isalnum() or c == "_" else " "             # what re's \w is for one character
+
+
 def _tokens(s: str) -> str:
-    return s.translate(TOK) if s.isascii() else NONWORD.sub(" ", s)
+    """``s`` with every character that is not a word character blanked, one for one."""
+    if s.isascii():
+        return s.translate(TOK)
+    out = translate_mostly_ascii(s, _TOK_ASCII, _blank_nonword)
+    return NONWORD.sub(" ", s) if out is None else out
 
 
-def _scan(s: str) -> tuple[list[tuple[int, int, str]], list[str]]:
-    """(start, end, name) of the signals in folded text ``s``, and its tokens."""
+def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[list[tuple[int, int, str]], list[str]]:
+    """(start, end, name) of the signals in folded text ``s``, and its tokens. ``gates``:
+    the specs left out where no token starts with one of their words (none: try them all)."""
     words = (tok := _tokens(s)).split()
     hits = []
     if present := _FIRST.intersection(words):
         padded, starts = f" {tok} ", []
+        closed = asked = 0
+        for w in present:
+            asked |= _WORD_GATES[w]
+        for bit, needles in gates:                        # specs that cannot match in this text
+            if bit & asked and not any(n in padded for n in needles):
+                closed |= bit
+        sources = _SOURCES[closed]
         for w in present:                                 # every token a pattern can start with
+            if not sources[w]:
+                continue
             needle = f" {w} "
             j = padded.find(needle)
             while j >= 0:
@@ -101,7 +146,7 @@ def _scan(s: str) -> tuple[list[tuple[int, int, str]], list[str]]:
         for p, w in sorted(starts):
             if p < end:
                 continue
-            regex = _WORD_RE.get(src := _SOURCES[w]) or _WORD_RE.setdefault(src, re.compile(src, re.M))
+            regex = _WORD_RE.get(src := sources[w]) or _WORD_RE.setdefault(src, re.compile(src, re.M))
             if (m := regex.match(s, p)) is not None:
                 hits.append((p, m.end(), _NAMES[m.lastgroup]))
                 end = m.end()

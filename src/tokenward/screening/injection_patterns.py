@@ -82,7 +82,10 @@ SENSITIVE = (r"(?:(?:the|this|our|all|entire|full|whole|my|your|their)\s+)?(?:(?
 URLISH = r"(?:https?:|www\.|\burl\b|\bwebhook\b|\bendpoint\b|\w\.(?:com|net|org|io|co|ru|xyz|cn|info|biz|top|tk|cc)\b)"
 REVEAL = ("reveal print show display output repeat recite tell give write dump leak share echo paste spell copy "
           "disclose expose type list divulge")
-TAIL = r"(?=(?:\W{1,8}\w{1,30}){0,4}?\W{1,8}(?:jailbreak|injection|attack|exploit|adversarial|malicious)\w*)"
+TAIL_WORDS = "jailbreak injection attack exploit adversarial malicious"
+TAIL = rf"(?=(?:\W{{1,8}}\w{{1,30}}){{0,4}}?\W{{1,8}}(?:{TAIL_WORDS.replace(' ', '|')})\w*)"
+ENCODED_WORDS = "base hex rot"
+ENCODED = rf"(?:in|into|to|as|using|with|via)\s+(?:base[\s-]?6a|hex|rotie|rot)"
 
 # (name, words a match starts with, the rest). Order matters: at one position the first wins.
 WORD_SPECS: list[tuple[str, str, str]] = [
@@ -179,7 +182,7 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("encode_exfil", "base6a base hex rotie rot",
      rf"(?:[\s-]?6a|[\s-]?ie)?[\s-]?(?:encode|encoded|encoding|encrypt)\b{G(3)}{SENSITIVE}"),
     ("encode_exfil", "encode convert translate output print write send return dump",
-     rf"{G(5)}{SENSITIVE}{G(4)}(?:in|into|to|as|using|with|via)\s+(?:base[\s-]?6a|hex|rotie|rot)"),
+     rf"{G(5)}{SENSITIVE}{G(4)}{ENCODED}"),
     ("credentials", REVEAL + " send", rf"\b{FILL}(?:\w{{1,20}}\s+)?(?:api[\s_-]?keys?|secret\s+keys?|passwords?|"
      r"credentials|access\s+tokens?|private\s+keys?|environment\s+variables|env\s+vars|ssh\s+keys?)\b"),
     ("pwned", "say print output write respond reply answer return type", r"(?:\s+with)?(?:\s+only)?(?:\s+the\s+"
@@ -199,6 +202,12 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("system_prompt_mention", "system hidden secret developer initial meta pre",
      r"[ -]?(?:prompt|instructions)\b|(?<=system)[ -]?message\b"),
 ]
+
+# A spec whose rest holds one of these patterns cannot match unless a token of the text
+# starts with one of its words (each is preceded by a non-word character in the pattern):
+# where none does, the scan leaves those specs out (the costliest two on text full of
+# "what is", "explain" and "convert").
+NEEDS: list[tuple[str, tuple[str, ...]]] = [(TAIL, tuple(TAIL_WORDS.split())), (ENCODED, tuple(ENCODED_WORDS.split()))]
 
 ZH_V = "忽略 无视 無視 忽视 忽視 忘记 忘記 忘掉 不要理会 不要理會 跳过 跳過 抛弃 拋棄 放弃 放棄 不要遵守 不再遵守 别管 別管"
 ZH_REST = (r"[^。！？!?\n]{0,8}?(?:之前|以前|先前|上面|上述|前面|此前|原来|原來|原有|原始|所有|全部|一切|你的|系统|系統)"
