@@ -58,6 +58,8 @@ class InjectionScreener:
         signals, direct, short = self._signals, self._read, _PerText.MIN_CHARS
         spans = [Span(i, a, b, name) for i, text in enumerate(texts) if text
                  for a, b, name in (direct(text) if len(text) < short else signals(text))]
+        if not spans:
+            return ScreenResult(0.0, spans)
         z = sum(self._weights[name][0] for name in {span.label for span in spans})
         return ScreenResult(round(1.0 - math.exp(-z), 4) if z > 0 else 0.0, spans)
 

@@ -131,8 +131,12 @@ def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[li
         for w in present:
             asked |= _WORD_GATES[w]
         for bit, needles in gates:                        # specs that cannot match in this text
-            if bit & asked and not any(n in padded for n in needles):
-                closed |= bit
+            if bit & asked:
+                for needle in needles:
+                    if needle in padded:
+                        break
+                else:
+                    closed |= bit
         sources = _SOURCES[closed]
         for w in present:                                 # every token a pattern can start with
             if not sources[w]:

@@ -86,6 +86,8 @@ TAIL_WORDS = "jailbreak injection attack exploit adversarial malicious"
 TAIL = rf"(?=(?:\W{{1,8}}\w{{1,30}}){{0,4}}?\W{{1,8}}(?:{TAIL_WORDS.replace(' ', '|')})\w*)"
 ENCODED_WORDS = "base hex rot"
 ENCODED = rf"(?:in|into|to|as|using|with|via)\s+(?:base[\s-]?6a|hex|rotie|rot)"
+PWNED_WORDS = "pwned hacked owned"
+PWNED = rf"(?:{PWNED_WORDS.replace(' ', '|')})\b"
 
 # (name, words a match starts with, the rest). Order matters: at one position the first wins.
 WORD_SPECS: list[tuple[str, str, str]] = [
@@ -186,7 +188,7 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("credentials", REVEAL + " send", rf"\b{FILL}(?:\w{{1,20}}\s+)?(?:api[\s_-]?keys?|secret\s+keys?|passwords?|"
      r"credentials|access\s+tokens?|private\s+keys?|environment\s+variables|env\s+vars|ssh\s+keys?)\b"),
     ("pwned", "say print output write respond reply answer return type", r"(?:\s+with)?(?:\s+only)?(?:\s+the\s+"
-     r"(?:words?|phrase|text))?[^\w\n]{1,4}(?:i\s+have\s+been\s+|i'?ve\s+been\s+)?(?:pwned|hacked|owned)\b"),
+     r"(?:words?|phrase|text))?[^\w\n]{1,4}(?:i\s+have\s+been\s+|i'?ve\s+been\s+)?" + PWNED),
     ("address_ai", "if when while",
      rf"\s+you\s+are\s+(?:an?\s+)?{AI}(?!\s+(?:manager|director|professor|coach|editor|principal|to|at|in)\b)"),
     ("address_ai", "note message instructions instruction attention reminder notice important",
@@ -206,8 +208,10 @@ WORD_SPECS: list[tuple[str, str, str]] = [
 # A spec whose rest holds one of these patterns cannot match unless a token of the text
 # starts with one of its words (each is preceded by a non-word character in the pattern):
 # where none does, the scan leaves those specs out (the costliest two on text full of
-# "what is", "explain" and "convert").
-NEEDS: list[tuple[str, tuple[str, ...]]] = [(TAIL, tuple(TAIL_WORDS.split())), (ENCODED, tuple(ENCODED_WORDS.split()))]
+# "what is", "explain" and "convert"; "say", "write", "answer" ... "pwned" tried at every
+# such verb).
+NEEDS: list[tuple[str, tuple[str, ...]]] = [(TAIL, tuple(TAIL_WORDS.split())), (ENCODED, tuple(ENCODED_WORDS.split())),
+                                            (PWNED, tuple(PWNED_WORDS.split()))]
 
 ZH_V = "忽略 无视 無視 忽视 忽視 忘记 忘記 忘掉 不要理会 不要理會 跳过 跳過 抛弃 拋棄 放弃 放棄 不要遵守 不再遵守 别管 別管"
 ZH_REST = (r"[^。！？!?\n]{0,8}?(?:之前|以前|先前|上面|上述|前面|此前|原来|原來|原有|原始|所有|全部|一切|你的|系统|系統)"

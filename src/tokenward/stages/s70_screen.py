@@ -120,14 +120,14 @@ class ScreeningStage(BaseStage):
         result = ctx.screening = Screening(texts, paths)
         if policy.injection is not None:
             ran = _screen("injection", policy.injection, policy.injection_screener, result)
-            if _pending(ran):                  # a screener that answers later (a model, a service)
+            if type(ran) is not tuple and _pending(ran):   # one that answers later (a model, a service)
                 ran = await _later("injection", policy.injection, policy.injection_screener, result, ran)
             refusal = self._injection(policy, result, ran)
             if refusal is not None:
                 return refusal
         if policy.pii is not None:
             ran = _screen("pii", policy.pii, policy.pii_screener, result)
-            if _pending(ran):
+            if type(ran) is not tuple and _pending(ran):
                 ran = await _later("pii", policy.pii, policy.pii_screener, result, ran)
             return self._pii(policy, result, ran)
         return None
@@ -212,7 +212,10 @@ async def _later(kind: str, cfg: Any, screener: Any, result: Screening, pending:
 
 def _typed_lookalikes(texts: list[str]) -> bool:
     """Text that looks like a placeholder must be neutralized even when nothing is masked."""
-    return any("{" in text and LOOKALIKE.search(text) for text in texts)
+    for text in texts:
+        if "{" in text and LOOKALIKE.search(text):
+            return True
+    return False
 
 
 def build(services) -> ScreeningStage | None:
