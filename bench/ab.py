@@ -14,7 +14,9 @@ The same code with a feature on in one of them prices the feature (A_SRC = B_SRC
 ``--b-with screening`` (the ``standard`` policy: heuristic injection, PII tokenize),
 ``--b-with cache`` (the response cache on; wrk's identical requests are hits after the
 first: a hit against a forwarded request), ``--b-with cache --unique`` (every request
-different: the miss path against the cache off). ``--prompt-bytes`` sets the prompt's size.
+different: the miss path against the cache off). ``--prompt-bytes`` sets the prompt's size;
+``--stream-tokens N`` asks for a stream of N tokens (a hit is replayed as a few events, a
+forwarded stream relays N chunks).
 """
 
 from __future__ import annotations
@@ -100,14 +102,20 @@ def main() -> None:
     parser.add_argument("--b-with", default="", help="features on in B")
     parser.add_argument("--prompt-bytes", type=int, default=0, help="the prompt's size (0: 'Say hello.')")
     parser.add_argument("--unique", action="store_true", help="every request different (a counter in the prompt)")
+    parser.add_argument("--stream-tokens", type=int, default=0,
+                        help="ask for a stream of this many tokens (the backend sends one chunk per token, fast)")
     parser.add_argument("--json")
     args = parser.parse_args()
     body = {}
-    if args.prompt_bytes:
+    if args.prompt_bytes or args.stream_tokens:
         prose = "The quarterly report covers revenue, operating costs and the hiring plan for the next quarters. "
-        prompt = (prose * (args.prompt_bytes // len(prose) + 1))[:args.prompt_bytes]
-        body["BENCH_BODY"] = json.dumps({"model": "bench-chat", "max_tokens": 16,
-                                         "messages": [{"role": "user", "content": prompt}]}, separators=(",", ":"))
+        prompt = (prose * (args.prompt_bytes // len(prose) + 1))[:args.prompt_bytes] if args.prompt_bytes \
+            else "Say hello."
+        request = {"model": "bench-chat", "max_tokens": args.stream_tokens or 16,
+                   "messages": [{"role": "user", "content": prompt}]}
+        if args.stream_tokens:
+            request["stream"] = True
+        body["BENCH_BODY"] = json.dumps(request, separators=(",", ":"))
     if args.unique:
         body["BENCH_UNIQUE"] = "1"
     require("wrk")
@@ -116,7 +124,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tokenward-ab-") as tmp_name:
         tmp = Path(tmp_name)
         with Procs(tmp, deadline_s=args.rounds * 2 * (args.duration + 5) + 180) as procs:
-            _, backend_url = start_backend(procs, 20.0)
+            # streams: one chunk per token as fast as the backend's timer allows, so a stream
+            # costs its relay's CPU rather than waiting
+            _, backend_url = start_backend(procs, 20000.0 if args.stream_tokens else 20.0)
             store_url = start_redis(procs, tmp) if args.pipeline == "full" and args.store == "redis" else None
             config = write_config(args.pipeline, tmp, backend_url, store_url)
             (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages, w)
@@ -147,6 +157,7 @@ def main() -> None:
         Path(args.json).write_text(json.dumps({"a": str(args.a), "b": str(args.b), "pipeline": args.pipeline,
                                                "a_with": args.a_with, "b_with": args.b_with, "store": args.store,
                                                "prompt_bytes": args.prompt_bytes, "unique": args.unique,
+                                               "stream_tokens": args.stream_tokens,
                                                "rounds": rows, "median_ratio": ratio}, indent=2))
 
 
