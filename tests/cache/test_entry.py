@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tokenward.cache.entry import StreamAssembly, from_body
 from tokenward.cache.key import cache_key
@@ -66,3 +68,40 @@ def test_tool_calls_are_put_back_together():
     entry = asm.entry(None, 10)
     assert entry.choices[0].tool_calls == [{"id": "call_1", "type": "function",
                                             "function": {"name": "lookup", "arguments": '{"q": "paris"}'}}]
+
+
+_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_TEXT, _TEXT, _TEXT, st.sampled_from(["stop", "length"])), min_size=1, max_size=3),
+       st.randoms(use_true_random=False))
+def test_a_stream_split_and_interleaved_anyhow_is_put_back_together(answers, rng):
+    """Each choice's content, refusal and reasoning sent in random pieces, the choices'
+    chunks interleaved, some chunks carrying nothing: the entry holds each field whole
+    (None where it was never sent), and the finish reasons."""
+    pending = []                 # per choice, its chunks in order
+    for index, (content, refusal, reasoning, _) in enumerate(answers):
+        own = []
+        for field, text in (("content", content), ("refusal", refusal), ("reasoning_content", reasoning)):
+            cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(0, 4))))
+            bounds = [0, *cuts, len(text)]
+            own += [(index, {field: text[a:b]}) for a, b in zip(bounds, bounds[1:])]
+        own.insert(rng.randint(0, len(own)), (index, {}))
+        pending.append(own)
+    chunks = []                  # the choices interleaved at random, each one's order kept
+    while any(pending):
+        chunks.append(rng.choice([own for own in pending if own]).pop(0))
+    asm = StreamAssembly()
+    for index, delta in chunks:
+        asm.add(parsed(SseEvent(b"data: " + orjson.dumps({"object": "chat.completion.chunk", "model": "m", "choices": [
+            {"index": index, "delta": delta, "finish_reason": None}]}) + b"\n\n")))
+    for index, (*_, finish) in enumerate(answers):
+        asm.add(parsed(SseEvent(b"data: " + orjson.dumps({"object": "chat.completion.chunk", "choices": [
+            {"index": index, "delta": {}, "finish_reason": finish}]}) + b"\n\n")))
+    entry = asm.entry(None, 8)
+    assert entry.model == "m" and [c.index for c in entry.choices] == list(range(len(answers)))
+    for choice, (content, refusal, reasoning, finish) in zip(entry.choices, answers):
+        assert choice.content == content                   # "" when none: a chat answer has content
+        assert choice.refusal == (refusal or None) and choice.reasoning_content == (reasoning or None)
+        assert choice.finish_reason == finish

@@ -139,36 +139,44 @@ def from_body(body: bytes, max_tokens: int | None) -> CacheEntry | None:
 class StreamAssembly:
     """A streamed answer put back together from its chunks (the typed view, upstream/chunks.py)."""
 
-    __slots__ = ("chat", "model", "_choices", "_texts")
+    __slots__ = ("chat", "model", "_choices", "_parts")
 
     def __init__(self) -> None:
         self.chat = True
         self.model = ""
         self._choices: dict[int, CachedChoice] = {}
-        self._texts: dict[tuple[int, str], list[str]] = {}
+        # per choice, the pieces of its content, refusal and reasoning, joined once at the end
+        self._parts: dict[int, tuple[list[str], list[str], list[str]]] = {}
 
     def add(self, chunk: Chunk) -> None:
-        if chunk.model and not self.model:
+        # runs for every chunk of every stream that misses: attribute reads, no loops over names
+        if not self.model and chunk.model:
             self.model = chunk.model
         if chunk.kind == "text_completion":
             self.chat = False
         for raw in chunk.choices or ():
-            choice = self._choices.get(raw.index)
+            index = raw.index
+            choice = self._choices.get(index)
             if choice is None:
-                choice = self._choices[raw.index] = CachedChoice(raw.index)
+                choice = self._choices[index] = CachedChoice(index)
+                self._parts[index] = ([], [], [])
+            content, refusal, reasoning = self._parts[index]
             if raw.finish_reason is not None:
                 choice.finish_reason = raw.finish_reason
             if raw.text:
-                self._texts.setdefault((raw.index, "content"), []).append(raw.text)
+                content.append(raw.text)
             delta = raw.delta
             if delta is None:
                 continue
-            for field in ("content", "refusal", "reasoning_content"):
-                value = getattr(delta, field)
-                if value:
-                    self._texts.setdefault((raw.index, field), []).append(value)
-            for call in delta.tool_calls or ():
-                self._tool_call(choice, call)
+            if delta.content:
+                content.append(delta.content)
+            if delta.refusal:
+                refusal.append(delta.refusal)
+            if delta.reasoning_content:
+                reasoning.append(delta.reasoning_content)
+            if delta.tool_calls:
+                for call in delta.tool_calls:
+                    self._tool_call(choice, call)
 
     def _tool_call(self, choice: CachedChoice, call: Any) -> None:
         calls = choice.tool_calls
@@ -191,8 +199,14 @@ class StreamAssembly:
     def entry(self, usage: dict | None, max_tokens: int | None) -> CacheEntry | None:
         if not self._choices:
             return None
-        for (index, field), parts in self._texts.items():
-            setattr(self._choices[index], field, "".join(parts))
+        for index, (content, refusal, reasoning) in self._parts.items():
+            choice = self._choices[index]
+            if content:
+                choice.content = "".join(content)
+            if refusal:
+                choice.refusal = "".join(refusal)
+            if reasoning:
+                choice.reasoning_content = "".join(reasoning)
         choices = [self._choices[i] for i in sorted(self._choices)]
         if self.chat:
             for choice in choices:
