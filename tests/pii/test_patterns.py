@@ -418,6 +418,33 @@ def test_trigger_drops_nothing_the_full_scan_finds(text: str) -> None:
     assert PatternDetector().find(text) == _EveryRunDetector().find(text)
 
 
+_FILLER = "The quarterly report covers revenue and the hiring plan. "
+_FOUND = ["742 Evergreen Terrace, Springfield", "call +1 (415) 555-0132", "card 4111 1111 1111 1111",
+          "SSN 536-22-1847", "IBAN DE89 3704 0044 0532 0130 00", "account no. 12345678", "at 10.0.0.1",
+          "send to 1A1zP1eP5QGefi2DMPTfTL5SLmv7DivfNa", "routing 021000021"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 24), st.one_of(st.sampled_from(_FOUND), _texts)), min_size=1, max_size=4))
+def test_trigger_bounded_to_the_digits_drops_nothing_in_long_text(pieces) -> None:
+    """Long text (where the trigger scans only from the first digit to past the last) with
+    entities and look-alikes at its start, middle and end: the same spans as every run."""
+    text = "".join(_FILLER * k + piece + " " for k, piece in pieces) + _FILLER * 10
+    assert len(text) >= 512
+    assert PatternDetector().find(text) == _EveryRunDetector().find(text)
+
+
+@pytest.mark.parametrize("piece", _FOUND)
+def test_an_entity_after_the_last_digit_of_a_long_text_is_found(piece) -> None:
+    """The trigger's lookaheads read past a run's last digit ("742 E..."): the bounded scan
+    must end far enough after it."""
+    alone = PatternDetector().find(piece + " ")
+    assert len(alone) == 1
+    text = _FILLER * 20 + piece + " " + _FILLER * 10
+    shift = len(_FILLER) * 20
+    assert PatternDetector().find(text) == [(a + shift, b + shift, kind) for a, b, kind in alone]
+
+
 def test_trigger_agrees_with_the_full_scan_on_the_evaluation_set() -> None:
     fast, full = PatternDetector(), _EveryRunDetector()
     for text in [t for t, _ in PLANTED] + LOOKALIKES:

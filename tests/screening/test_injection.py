@@ -117,6 +117,19 @@ def test_leaving_out_gated_specs_changes_no_signal(text):
     assert injection._scan(folded) == injection._scan(folded, gates=[])
 
 
+_MARKUP_BITS = ["<!-- ", "-->", "<|im_start|>", "[INST]", "[system]", "# system:", "**admin**:", "\nassistant: sure",
+                "\nsystem: x", "![a](https://x.io/p?q=secret)", "[l](http://e.com/?d=1)", "<img src='https://x.io/a?b'>",
+                "[🔓JAILBREAK]", "<sys>", "*", "#", "<", "[", "!", "\n", " ", "a", "]", "(", ")", "?"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.sampled_from(_MARKUP_BITS), max_size=40).map("".join))
+def test_markup_tried_at_its_first_characters_finds_what_a_scan_finds(text):
+    folded = fold(text)[0]
+    scanned = [(m.start(), m.end(), injection._NAMES[m.lastgroup]) for m in injection._MARKUP.finditer(folded)]
+    assert injection._markup(folded) == scanned
+
+
 @pytest.mark.parametrize("text,signal", [("What is a jailbreak, exactly?", "discussion"),
                                          ("How do adversarial prompts work?", "discussion"),
                                          ("Please describe malicious prompt patterns", "discussion"),

@@ -94,6 +94,7 @@ def _factored(alternatives: list[tuple[str, str]]) -> str:
 
 _SOURCES, _WORD_GATES, _MARKUP, _NAMES = _build()
 _FIRST = frozenset(_SOURCES[0])
+_MARKUP_ASCII = "".join(sorted({first for _, first, _ in MARKUP_SPECS if first.isascii()}))
 _GATES = [(1 << i, tuple(f" {w}" for w in words)) for i, (_, words) in enumerate(NEEDS)]
 _WORD_RE: dict[str, re.Pattern] = {}                   # source -> compiled, on first use
 _SPACED = re.compile(r"(?<!\w)[^\W\d_](?:[ .\-_*|+~/][^\W\d_](?!\w)){2,}")
@@ -154,8 +155,30 @@ def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[li
             if (m := regex.match(s, p)) is not None:
                 hits.append((p, m.end(), _NAMES[m.lastgroup]))
                 end = m.end()
-    hits += [(m.start(), m.end(), _NAMES[m.lastgroup]) for m in _MARKUP.finditer(s)]
+    hits += _markup(s)
     return hits, words
+
+
+def _markup(s: str) -> list[tuple[int, int, str]]:
+    """The markup regex's matches, as ``finditer`` finds them. Every alternative starts with
+    its own literal character, so in ASCII text (the others include CJK characters) it is
+    tried only where one of the six ASCII ones is, found by memchr (``str.find``): sre
+    reads prose at ~2.6 ns a character looking for them (2 KB: 5.3 -> 0.4 us)."""
+    if s.isascii():
+        starts: list[int] = []
+        for c in _MARKUP_ASCII:
+            i = s.find(c)
+            while i >= 0:
+                starts.append(i)
+                i = s.find(c, i + 1)
+        if len(starts) <= (len(s) >> 7) + 8:              # beyond that one scan is cheaper
+            out, end = [], 0
+            for p in sorted(starts):
+                if p >= end and (m := _MARKUP.match(s, p)) is not None:
+                    out.append((p, m.end(), _NAMES[m.lastgroup]))
+                    end = m.end()
+            return out
+    return [(m.start(), m.end(), _NAMES[m.lastgroup]) for m in _MARKUP.finditer(s)]
 
 
 def _spaced(s: str) -> list[tuple[int, int, str]]:
