@@ -99,6 +99,8 @@ _GATES = [(1 << i, tuple(f" {w}" for w in words)) for i, (_, words) in enumerate
 _WORD_RE: dict[str, re.Pattern] = {}                   # source -> compiled, on first use
 _SPACED = re.compile(r"(?<!\w)[^\W\d_](?:[ .\-_*|+~/][^\W\d_](?!\w)){2,}")
 _SPACE_HINT = frozenset("bcefghjklnopqruvwxyz")
+_FIRST_OR_HINT = _FIRST | _SPACE_HINT
+assert not _FIRST & _SPACE_HINT                           # _scan tells them apart by set difference
 _LEET_IN_WORD = re.compile(r"[a-zA-Z][013457@$]|[013457@$][a-zA-Z]")
 _EXFIL_QUERY = re.compile(r"[\[{<%]|=$|=&|conversation|history|secret|passw|api_?key|prompt|chat|memory|summary|"
                           r"exfil|ssn|credit")
@@ -121,12 +123,14 @@ def _tokens(s: str) -> str:
     return NONWORD.sub(" ", s) if out is None else out
 
 
-def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[list[tuple[int, int, str]], list[str]]:
-    """(start, end, name) of the signals in folded text ``s``, and its tokens. ``gates``:
-    the specs left out where no token starts with one of their words (none: try them all)."""
-    words = (tok := _tokens(s)).split()
+def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[list[tuple[int, int, str]], int]:
+    """(start, end, name) of the signals in folded text ``s``, and how many of the letters
+    that hint at spaced-out words (``_SPACE_HINT``) stand alone as tokens. ``gates``: the
+    specs left out where no token starts with one of their words (none: try them all)."""
+    tok = _tokens(s)
+    seen = _FIRST_OR_HINT.intersection(tok.split())       # one pass over the tokens for both
     hits = []
-    if present := _FIRST.intersection(words):
+    if present := seen - _SPACE_HINT:
         padded, starts = f" {tok} ", []
         closed = asked = 0
         for w in present:
@@ -156,7 +160,7 @@ def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[li
                 hits.append((p, m.end(), _NAMES[m.lastgroup]))
                 end = m.end()
     hits += _markup(s)
-    return hits, words
+    return hits, len(seen) - len(present)
 
 
 def _markup(s: str) -> list[tuple[int, int, str]]:
@@ -248,8 +252,8 @@ def _hidden(text: str) -> list[tuple[int, int, str]]:
 def _read(text: str) -> list[tuple[int, int, str]]:
     """The signals of one text, with offsets into it."""
     norm, idx = fold(text)
-    found, words = _scan(norm)
-    if len(_SPACE_HINT.intersection(words)) >= 3:
+    found, hints = _scan(norm)
+    if hints >= 3:
         found += _spaced(norm)
     found = _context(norm, found)
     if idx is not None:
