@@ -75,8 +75,11 @@ def trigger_runs(text: str) -> Iterator[tuple[int, int]]:
     for d in DIGIT_CHARS:
         i = text.find(d)
         if i >= 0:
-            first = min(first, i)
-            last = max(last, text.rfind(d))
+            if i < first:
+                first = i
+            i = text.rfind(d)
+            if i > last:
+                last = i
     if last < 0:
         return
     for run in TRIGGER.finditer(text, first, min(len(text), last + 1 + _TRIGGER_REACH)):
