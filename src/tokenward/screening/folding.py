@@ -55,7 +55,8 @@ _ASCII_BYTES = bytes(range(128))
 
 def ascii_table(table: dict[int, str]) -> bytes:
     """``table``'s ASCII part as a ``bytes.translate`` table (bytes >= 0x80 left alone)."""
-    assert all(len(table[i]) == 1 and table[i].isascii() for i in range(128))
+    if not all(len(table[i]) == 1 and table[i].isascii() for i in range(128)):
+        raise ValueError("an ASCII character must map to one ASCII character")
     return bytes(ord(table[i]) for i in range(128)) + bytes(range(128, 256))
 
 
@@ -70,13 +71,12 @@ def _few_others(text: str) -> set[str] | None:
 
 
 def translate_mostly_ascii(text: str, ascii_bytes: bytes, other: Callable[[str], str]) -> str | None:
-    """``text`` with each ASCII character mapped by ``ascii_bytes`` and each other character
-    ``c`` replaced by ``other(c)``; None when more than one character in 8 is not ASCII, or
-    more than 64 distinct ones are (then a per-character ``str.translate`` is as fast). Why: CPython's ``str.translate``
-    is fast only while the text is ASCII; from the first other character on it looks every
-    character up in the dict, so one accented letter in 2 KB of English made folding ~7x
-    slower. In UTF-8 the ASCII bytes are the ASCII characters, so they map as bytes, and the
-    few others are replaced whole."""
+    """``text`` with each ASCII character mapped by ``ascii_bytes`` (as UTF-8 bytes) and each
+    other character ``c`` replaced by ``other(c)`` (``str.replace``, once per distinct one);
+    None when ``_few_others`` says the text is not mostly ASCII. Why: CPython's
+    ``str.translate`` is fast only while the text is ASCII; from the first other character
+    on it looks every character up in the dict, so one accented letter in 2 KB of English
+    made folding ~7x slower."""
     if (odd := _few_others(text)) is None:
         return None
     out = text.encode("utf-8", "surrogatepass").translate(ascii_bytes).decode("utf-8", "surrogatepass")
