@@ -145,6 +145,8 @@ class CacheStage(BaseStage):
         self._decoded_bytes = 0
         self._memo = getattr(store, "name", "") == "memory"
         self.semantic = None       # cache/semantic.py's index, when a plan opts in
+        self.output_screens = False  # some screening policy redacts what the model writes
+        self._put = getattr(store, "put", None)   # the memory store's: no I/O, no task
 
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = plan_of(ctx)
@@ -245,10 +247,10 @@ class CacheStage(BaseStage):
         if not isinstance(pending, tuple) or ctx.status != 200 or ctx.reason is not None:
             return
         capture, key, limit, ttl, semantic = pending
-        reported = {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
-        reported["total_tokens"] = reported["prompt_tokens"] + reported["completion_tokens"]
-        redact = _output_screen(ctx)
+        redact = _output_screen(ctx) if self.output_screens else None
         if capture.stream is not None:
+            reported = {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
+            reported["total_tokens"] = reported["prompt_tokens"] + reported["completion_tokens"]
             entry = capture.stream.entry(reported, limit)
             if entry is None or any(c.finish_reason is None for c in entry.choices):
                 return
@@ -268,9 +270,8 @@ class CacheStage(BaseStage):
             return
         if semantic is not None:
             self.semantic.add(ctx.principal.tenant, *semantic, key)
-        put = getattr(self.store, "put", None)
-        if put is not None:        # the memory store: no I/O, no task
-            put(key, value, ttl)
+        if self._put is not None:
+            self._put(key, value, ttl)
             return
         task = asyncio.ensure_future(self._write(key, value, ttl))
         self._writes.add(task)
@@ -358,6 +359,7 @@ def build(services) -> CacheStage | None:
         store, secret = open_cache(config)
     prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
     stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices)
+    stage.output_screens = any(p.pii is not None and p.pii.output == "redact" for p in config.screening.policies.values())
     if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
         stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
             else _semantic(config.cache.semantic, secret)
