@@ -53,6 +53,10 @@ class MemoryCache:
         self.evictions = 0
 
     async def get(self, key: str) -> bytes | None:
+        return self.peek(key)
+
+    def peek(self, key: str) -> bytes | None:
+        """``get`` without a coroutine: nothing here waits (the stage calls it directly)."""
         found = self._entries.get(key)
         if found is None:
             return None

@@ -146,7 +146,9 @@ class CacheStage(BaseStage):
         self._memo = getattr(store, "name", "") == "memory"
         self.semantic = None       # cache/semantic.py's index, when a plan opts in
         self.output_screens = False  # some screening policy redacts what the model writes
-        self._put = getattr(store, "put", None)   # the memory store's: no I/O, no task
+        # the memory store's own: no I/O, so no coroutine or task per request
+        self._peek = getattr(store, "peek", None)
+        self._put = getattr(store, "put", None)
 
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = plan_of(ctx)
@@ -165,7 +167,7 @@ class CacheStage(BaseStage):
             ctx.response_headers.append(_BYPASS)
             METRICS.cached(tenant, "bypass")
         else:
-            found = await self._lookup(key, note)
+            found = self._known(key, self._peek(key)) if self._peek is not None else await self._lookup(key, note)
             if found is not None and found[1].serves(limit):
                 return self._hit(ctx, tenant, found, note, "hit")
             if plan.cache_semantic and self.semantic is not None:
@@ -221,6 +223,10 @@ class CacheStage(BaseStage):
             note["store"] = "unavailable"
             METRICS.cache_errors += 1
             return None
+        return self._known(key, raw)
+
+    def _known(self, key: str, raw: bytes | None) -> tuple[bytes, CacheEntry, int] | None:
+        """The stored value as (value, its entry, tokens), decoded once while it stays hot."""
         if raw is None:
             return None
         known = self._decoded.get(key)
