@@ -43,7 +43,7 @@ from overhead import CHAT, probe, start_backend, start_redis, write_config  # no
 FEATURES = ("screening", "cache")
 
 
-def _with(raw: dict, features: str) -> None:
+def _with(raw: dict, features: str, cache_entries: int = 100_000) -> None:
     """Switch features on in a config (``screening``, ``cache``, ``screening+cache``)."""
     for feature in filter(None, features.split("+")):
         if feature not in FEATURES:
@@ -54,15 +54,16 @@ def _with(raw: dict, features: str) -> None:
                     "injection": {"detector": "heuristic"}, "pii": {"detector": "patterns", "mode": "tokenize"}}}}
                 plan["screening"] = "standard"
             else:
-                raw["cache"] = {"store": "memory", "max_entries": 100_000}
+                raw["cache"] = {"store": "memory", "max_entries": cache_entries}
                 plan["cache"] = True
 
 
-def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | None, features: str = ""):
+def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | None, features: str = "",
+             cache_entries: int = 100_000):
     """A gateway with ``src`` first on its path and a config (and decision log) of its own."""
     raw = yaml.safe_load(config.read_text())
     raw["logging"]["decisions"] = str(config.parent / f"decisions-{name}.jsonl")
-    _with(raw, features)
+    _with(raw, features, cache_entries)
     own = config.parent / f"gateway-{name}.yaml"
     own.write_text(yaml.safe_dump(raw, sort_keys=False))
     env = {**os.environ, "PYTHONPATH": str(src.resolve()), "BENCH_WITHOUT": ""}
@@ -102,6 +103,8 @@ def main() -> None:
     parser.add_argument("--b-with", default="", help="features on in B")
     parser.add_argument("--prompt-bytes", type=int, default=0, help="the prompt's size (0: 'Say hello.')")
     parser.add_argument("--unique", action="store_true", help="every request different (a counter in the prompt)")
+    parser.add_argument("--cache-entries", type=int, default=100_000,
+                        help="the memory cache's max_entries (--unique fills it, then evicts)")
     parser.add_argument("--stream-tokens", type=int, default=0,
                         help="ask for a stream of this many tokens (the backend sends one chunk per token, fast)")
     parser.add_argument("--json")
@@ -129,7 +132,7 @@ def main() -> None:
             _, backend_url = start_backend(procs, 20000.0 if args.stream_tokens else 20.0)
             store_url = start_redis(procs, tmp) if args.pipeline == "full" and args.store == "redis" else None
             config = write_config(args.pipeline, tmp, backend_url, store_url)
-            (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages, w)
+            (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages, w, args.cache_entries)
                                                     for n, s, w in (("a", args.a, args.a_with),
                                                                     ("b", args.b, args.b_with)))
             api_key = probe(url_a, None, config, tmp)
@@ -158,6 +161,7 @@ def main() -> None:
                                                "a_with": args.a_with, "b_with": args.b_with, "store": args.store,
                                                "prompt_bytes": args.prompt_bytes, "unique": args.unique,
                                                "stream_tokens": args.stream_tokens,
+                                               "cache_entries": args.cache_entries,
                                                "rounds": rows, "median_ratio": ratio}, indent=2))
 
 
