@@ -70,14 +70,15 @@ def _few_others(text: str) -> set[str] | None:
     return odd
 
 
-def translate_mostly_ascii(text: str, ascii_bytes: bytes, other: Callable[[str], str]) -> str | None:
+def translate_mostly_ascii(text: str, ascii_bytes: bytes, other: Callable[[str], str],
+                           odd: set[str] | None = None) -> str | None:
     """``text`` with each ASCII character mapped by ``ascii_bytes`` (as UTF-8 bytes) and each
     other character ``c`` replaced by ``other(c)`` (``str.replace``, once per distinct one);
     None when ``_few_others`` says the text is not mostly ASCII. Why: CPython's
     ``str.translate`` is fast only while the text is ASCII; from the first other character
     on it looks every character up in the dict, so one accented letter in 2 KB of English
-    made folding ~7x slower."""
-    if (odd := _few_others(text)) is None:
+    made folding ~7x slower. ``odd``: ``_few_others(text)`` when the caller has it."""
+    if odd is None and (odd := _few_others(text)) is None:
         return None
     out = text.encode("utf-8", "surrogatepass").translate(ascii_bytes).decode("utf-8", "surrogatepass")
     changes = {c: v for c in odd if (v := other(c)) != c}
@@ -95,10 +96,10 @@ def _fold_other(c: str) -> str:
 _FOLD_ASCII = ascii_table(FOLD)
 
 
-def _fold1(text: str) -> str:
+def _fold1(text: str, odd: set[str] | None) -> str:
     if text.isascii():
         return text.translate(FOLD)
-    folded = translate_mostly_ascii(text, _FOLD_ASCII, _fold_other)
+    folded = None if odd is None else translate_mostly_ascii(text, _FOLD_ASCII, _fold_other, odd)
     return text.translate(FOLD) if folded is None else folded
 
 
@@ -132,10 +133,11 @@ class OffsetMap:
         return self._origins[j] if self._fixed[j] else self._origins[j] + (p - self._starts[j])
 
 
-def _length_edits(text: str) -> list[tuple[int, int]]:
+def _length_edits(text: str, odd: set[str] | None) -> list[tuple[int, int]]:
     """(position, length it folds to) of each character that does not fold one for one, in
-    order: looked for one by one (``str.find``) when the text has few such characters."""
-    if (odd := _few_others(text)) is None:
+    order: looked for one by one (``str.find``) when the text has few such characters
+    (``odd``: its distinct non-ASCII ones, from ``_few_others``)."""
+    if odd is None:
         wide = ((m.start(), FOLD[ord(m.group())]) for m in _WIDE.finditer(text))
         return [(i, len(f.replace(DROP, ""))) for i, f in wide if len(f) != 1 or f == DROP]
     edits = []
@@ -150,10 +152,11 @@ def _length_edits(text: str) -> list[tuple[int, int]]:
 
 def fold(text: str) -> tuple[str, OffsetMap | list[int] | None]:
     """(folded text, offsets back into ``text``, or None when they are unchanged)."""
-    norm = _fold1(text)
+    odd = set() if text.isascii() else _few_others(text)   # read once, for the fold and the edits
+    norm = _fold1(text, odd)
     if len(norm) == len(text) and DROP not in norm:
         return norm, None
-    edits = _length_edits(text)
+    edits = _length_edits(text, odd)
     folded = norm.replace(DROP, "")
     if len(folded) == len(text) + sum(k - 1 for _, k in edits):
         return folded, OffsetMap(edits)

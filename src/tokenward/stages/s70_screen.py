@@ -120,14 +120,14 @@ class ScreeningStage(BaseStage):
         result = ctx.screening = Screening(texts, paths)
         if policy.injection is not None:
             ran = _screen("injection", policy.injection, policy.injection_screener, result)
-            if type(ran) is not tuple and _pending(ran):   # one that answers later (a model, a service)
+            if _pending(ran):                  # a screener that answers later (a model, a service)
                 ran = await _later("injection", policy.injection, policy.injection_screener, result, ran)
             refusal = self._injection(policy, result, ran)
             if refusal is not None:
                 return refusal
         if policy.pii is not None:
             ran = _screen("pii", policy.pii, policy.pii_screener, result)
-            if type(ran) is not tuple and _pending(ran):
+            if _pending(ran):
                 ran = await _later("pii", policy.pii, policy.pii_screener, result, ran)
             return self._pii(policy, result, ran)
         return None
