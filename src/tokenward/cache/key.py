@@ -26,9 +26,10 @@ from msgspec import UNSET
 
 from ..budget.limits import tenant_namespace
 
-_IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
+# fields that do not change the answer: left out of every key (and of the semantic cache's shape)
+IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
 _decode = msgspec.json.decode
-_encode_sorted = msgspec.json.Encoder(order="sorted").encode
+encode_sorted = msgspec.json.Encoder(order="sorted").encode
 _encode = msgspec.json.encode
 
 
@@ -53,14 +54,14 @@ class KeyMaker:
             limit = _limit(getattr(typed, "max_completion_tokens", UNSET), typed.max_tokens)
             cleared = self._cleared.get(type(typed))
             if cleared is None:
-                cleared = self._cleared[type(typed)] = {f: UNSET for f in _IGNORED if hasattr(typed, f)}
+                cleared = self._cleared[type(typed)] = {f: UNSET for f in IGNORED if hasattr(typed, f)}
             canonical = _encode(msgspec.structs.replace(typed, **cleared))
         else:
             request = _decode(body)
             limit = request.get("max_completion_tokens") or request.get("max_tokens")
-            for field in _IGNORED:
+            for field in IGNORED:
                 request.pop(field, None)
-            canonical = b"\1" + _encode_sorted(request)
+            canonical = b"\1" + encode_sorted(request)
         known = self._prefixes.get(tenant)
         if known is None:
             known = self._prefixes[tenant] = (tenant_prefix(self._prefix, tenant), tenant.encode() + b"\0")

@@ -30,10 +30,9 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..config.schema import SemanticCacheConfig
+from .key import IGNORED, encode_sorted
 
 _decode = msgspec.json.decode
-_encode_sorted = msgspec.json.Encoder(order="sorted").encode
-_IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
 # placeholders, numbers, words with a capital anywhere (Paris, iPhone, S24), quoted strings
 _GUARD = re.compile(r"\{[A-Z][A-Z_]*_\d+\}|\d+(?:[.,]\d+)*|\b[a-z]*[A-Z][\w-]*|\"[^\"]{1,80}\"|'[^']{1,80}'")
 _NEGATION = re.compile(r"\b(?:not|no|never|without|none|nor|cannot)\b|n't\b|\bnon-", re.IGNORECASE)
@@ -50,7 +49,7 @@ def question(body: bytes) -> tuple[str, bytes] | None:
         return None
     if not isinstance(request, dict):
         return None
-    for field in _IGNORED:
+    for field in IGNORED:
         request.pop(field, None)
     messages = request.get("messages")
     if isinstance(messages, list) and messages and isinstance(messages[-1], dict):
@@ -70,7 +69,7 @@ def question(body: bytes) -> tuple[str, bytes] | None:
         request["prompt"] = ""
     else:
         return None
-    return content, _encode_sorted(request)
+    return content, encode_sorted(request)
 
 
 def guard_terms(text: str) -> tuple[str, ...]:
