@@ -396,7 +396,8 @@ async def test_masked_prompts_and_cached_answers_with_the_real_server(tiny, serv
     front of llama.cpp: the server never receives either caller's address, two callers whose
     prompts differ only in their own address share one entry (one request reaches the
     server), and the server's whole answer is replayed whole and as a stream; with the output
-    screen on, the server's own stream passes through it whole and counted."""
+    screen on, the server's own stream passes through it whole and counted, and is kept (put
+    back together from its chunks) and replayed to the next caller."""
     config = gateway_config(tiny, server, tmp_path).replace(
         "    max_messages: 300\n", "    max_messages: 300\n    screening: mask\n    cache: true\n", 1)
     config += ("screening:\n  policies:\n    mask: {pii: {detector: patterns, mode: tokenize, output: redact}}\n"
@@ -430,13 +431,21 @@ async def test_masked_prompts_and_cached_answers_with_the_real_server(tiny, serv
                                                    stream=True, stream_options={"include_usage": True})
         live_text, _, live_usage = await collect(live)
         assert live_text and live_usage.completion_tokens == 12
+        # no-cache still stores: the entry is now the one assembled from the server's stream,
+        # and the next caller gets that text back, replayed, with their own address restored
+        replay = await bob.chat.completions.create(model="tiny", max_tokens=12, messages=ask("erin@example.com"),
+                                                   stream=True, stream_options={"include_usage": True})
+        replay_text, _, replay_usage = await collect(replay)
+        assert replay_text.replace("erin@example.com", "@") == live_text.replace("dan@example.com", "@")
+        assert replay_usage.completion_tokens == 12
         seen = server.stats("alice@example.com", "bob@example.org", "carol@example.net", "dan@example.com",
-                            "{EMAIL_0}")
-        assert seen["requests"] == before + 2                       # two reached the server, two were hits
+                            "erin@example.com", "{EMAIL_0}")
+        assert seen["requests"] == before + 2                       # two reached the server, three were hits
         assert seen["contains"]["{EMAIL_0}"] == 2
         assert not any(seen["contains"][a] for a in ("alice@example.com", "bob@example.org", "carol@example.net",
-                                                     "dan@example.com"))
+                                                     "dan@example.com", "erin@example.com"))
         await settled(running)
-        records = running.decisions()[-4:]
-        assert [r.get("answered_by") for r in records] == [None, "cache", "cache", None]
-        assert all(r["notes"]["budget"]["refunded"] == r["notes"]["budget"]["reserved"] for r in records[1:3])
+        records = running.decisions()[-5:]
+        assert [r.get("answered_by") for r in records] == [None, "cache", "cache", None, "cache"]
+        assert all(r["notes"]["budget"]["refunded"] == r["notes"]["budget"]["reserved"]
+                   for r in (records[1], records[2], records[4]))
