@@ -6,6 +6,8 @@ import asyncio
 import socket
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
 from tokenward.cache.store import MemoryCache, RedisCache
@@ -74,3 +76,32 @@ async def test_memory_bounds_evict_the_least_recently_used():
     assert await cache.get("b") is None and await cache.get("a") is not None and cache.evictions == 1
     await cache.set("e", b"y" * 95, 60)        # bytes bound
     assert cache.size_bytes() <= 100 and await cache.get("e") is not None
+
+
+@given(st.lists(st.tuples(st.sampled_from(["put", "get"]), st.sampled_from("abcdefg"), st.integers(1, 40)),
+                max_size=60))
+@settings(max_examples=300, deadline=None)
+def test_memory_store_is_an_lru_bounded_in_entries_and_bytes(steps):
+    """The memory store against a plain list model of an LRU: the same answers, the bytes
+    it counts are the bytes it holds, and neither bound is ever passed."""
+    cache = MemoryCache(max_entries=4, max_bytes=100)
+    model: list[tuple[str, bytes]] = []       # least recently used first
+    evicted = 0
+    for op, key, size in steps:
+        held = dict(model)
+        if op == "get":
+            assert cache.peek(key) == held.get(key)
+            if key in held:
+                model.remove((key, held[key]))
+                model.append((key, held[key]))
+            continue
+        value = key.encode() * size
+        model = [(k, v) for k, v in model if k != key] + [(key, value)]
+        while len(model) > 4 or sum(len(v) for _, v in model) > 100:
+            model.pop(0)
+            evicted += 1
+        cache.put(key, value, 60)
+        assert len(cache) == len(model) and cache.size_bytes() == sum(len(v) for _, v in model)
+        assert cache.evictions == evicted
+    for key, value in model:
+        assert cache.peek(key) == value

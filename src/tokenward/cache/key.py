@@ -44,29 +44,35 @@ class KeyMaker:
     def __init__(self, secret: bytes, prefix: str) -> None:
         self._hasher = hashlib.blake2b(key=secret, digest_size=20)
         self._prefix = prefix
-        self._prefixes: dict[str, tuple[str, bytes]] = {}
-        self._cleared: dict[type, dict[str, Any]] = {}
+        # tenant -> (its key prefix, the keyed hash with the tenant already fed in)
+        self._tenants: dict[str, tuple[str, Any]] = {}
+        # request type -> (the ignored fields it has, cleared; whether it has max_completion_tokens)
+        self._cleared: dict[type, tuple[dict[str, Any], bool]] = {}
 
     def __call__(self, tenant: str, body: bytes, typed: Any = None) -> tuple[str, int | None]:
         """(the key, the request's output limit). ``typed``: the validated request's struct
         when ``body`` is exactly its encoding (no stage rewrote it)."""
         if typed is not None:
-            limit = _limit(getattr(typed, "max_completion_tokens", UNSET), typed.max_tokens)
-            cleared = self._cleared.get(type(typed))
-            if cleared is None:
-                cleared = self._cleared[type(typed)] = {f: UNSET for f in IGNORED if hasattr(typed, f)}
-            canonical = _encode(msgspec.structs.replace(typed, **cleared))
+            shape = self._cleared.get(type(typed))
+            if shape is None:
+                shape = self._cleared[type(typed)] = (
+                    {f: UNSET for f in IGNORED if hasattr(typed, f)}, hasattr(typed, "max_completion_tokens"))
+            limit = typed.max_completion_tokens if shape[1] else UNSET
+            if not isinstance(limit, int):
+                limit = typed.max_tokens
+            canonical = _encode(msgspec.structs.replace(typed, **shape[0]))
         else:
             request = _decode(body)
             limit = request.get("max_completion_tokens") or request.get("max_tokens")
             for field in IGNORED:
                 request.pop(field, None)
             canonical = b"\1" + encode_sorted(request)
-        known = self._prefixes.get(tenant)
+        known = self._tenants.get(tenant)
         if known is None:
-            known = self._prefixes[tenant] = (tenant_prefix(self._prefix, tenant), tenant.encode() + b"\0")
-        hasher = self._hasher.copy()
-        hasher.update(known[1])
+            seeded = self._hasher.copy()
+            seeded.update(tenant.encode() + b"\0")
+            known = self._tenants[tenant] = (tenant_prefix(self._prefix, tenant), seeded)
+        hasher = known[1].copy()
         hasher.update(canonical)
         return known[0] + hasher.hexdigest(), limit if isinstance(limit, int) else None
 
@@ -74,7 +80,3 @@ class KeyMaker:
 def cache_key(secret: bytes, prefix: str, tenant: str, body: bytes, typed: Any = None) -> tuple[str, int | None]:
     """One key, for tests and tools (the stage keeps a KeyMaker)."""
     return KeyMaker(secret, prefix)(tenant, body, typed)
-
-
-def _limit(completion: Any, tokens: Any) -> Any:
-    return completion if isinstance(completion, int) else tokens

@@ -72,13 +72,15 @@ class MemoryCache:
 
     def put(self, key: str, value: bytes, ttl_s: float) -> None:
         """``set`` without a coroutine: nothing here waits (the stage calls it directly)."""
-        if key in self._entries:
-            self._drop(key)
-        self._entries[key] = (self._clock() + ttl_s, value)
+        entries = self._entries
+        old = entries.pop(key, None)
+        if old is not None:
+            self._bytes -= len(old[1])
+        entries[key] = (self._clock() + ttl_s, value)
         self._bytes += len(value)
-        while len(self._entries) > self._max_entries or self._bytes > self._max_bytes:
-            oldest = next(iter(self._entries))
-            self._drop(oldest)
+        while len(entries) > self._max_entries or self._bytes > self._max_bytes:
+            _, (_, oldest) = entries.popitem(last=False)
+            self._bytes -= len(oldest)
             self.evictions += 1
 
     async def purge(self, prefix: str) -> int:

@@ -40,6 +40,7 @@ LOOKALIKE = re.compile(r"(?<!\{)\{(" + _NAME + r")\}(?!\})")
 _OUT_STR = re.compile(r"\{\{(" + _NAME + r")\}\}|\{(" + _NAME + r")\}")
 _OUT_BYTES = re.compile(rb"\{\{(" + _NAME.encode() + rb")\}\}|\{(" + _NAME.encode() + rb")\}")
 _encode = msgspec.json.encode
+_BRACE = ord("{")   # looked for as an int: a bytes argument to ``in`` costs a raised TypeError
 
 Spans = Sequence[tuple[int, int, str]]
 
@@ -112,7 +113,7 @@ class Restorer(StreamTextEdit):
 
     # -- whole answers ------------------------------------------------------------------
     def whole(self, body: bytes) -> bytes:
-        if b"{" not in body:
+        if _BRACE not in body:
             return body
         return _OUT_BYTES.sub(self._bytes_value, body)
 
@@ -137,7 +138,7 @@ class Restorer(StreamTextEdit):
         return "{" in text
 
     def _unreadable(self, event: SseEvent) -> SseEvent:
-        return SseEvent(self.whole(event.raw)) if b"{" in event.raw else event
+        return SseEvent(self.whole(event.raw)) if _BRACE in event.raw else event
 
     def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
         # decided on the text as sent: "{{EMAIL_0}" is the start of a neutralized

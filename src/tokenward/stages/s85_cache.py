@@ -153,9 +153,13 @@ class CacheStage(BaseStage):
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = plan_of(ctx)
         request = ctx.request
-        control = (ctx.header(b"cache-control") or b"").lower()
+        control = ctx.header(b"cache-control")
+        # looked into only when sent: ``b".." in`` tries its argument as an int first and
+        # raises and clears a TypeError every time, even on b"" (so .find below, too)
+        if control is not None:
+            control = control.lower()
         if (not plan.cache or not isinstance(request, NormalizedRequest) or request.route == "embeddings"
-                or b"no-store" in control or getattr(request.body, "logprobs", None)):
+                or (control is not None and b"no-store" in control) or getattr(request.body, "logprobs", None)):
             return self._bypass(ctx)
         tenant = ctx.principal.tenant
         semantic = None
@@ -163,11 +167,15 @@ class CacheStage(BaseStage):
         key, limit = self._key(tenant, ctx.body, None if rewritten else request.body)
         note: dict[str, Any] = {}
         ctx.note("cache", note)
-        if b"no-cache" in control:
+        if control is not None and b"no-cache" in control:
             ctx.response_headers.append(_BYPASS)
             METRICS.cached(tenant, "bypass")
         else:
-            found = self._known(key, self._peek(key)) if self._peek is not None else await self._lookup(key, note)
+            if self._peek is not None:
+                raw = self._peek(key)
+                found = self._known(key, raw) if raw is not None else None
+            else:
+                found = await self._lookup(key, note)
             if found is not None and found[1].serves(limit):
                 return self._hit(ctx, tenant, found, note, "hit")
             if plan.cache_semantic and self.semantic is not None:
@@ -264,7 +272,7 @@ class CacheStage(BaseStage):
                 value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + redact(entry.body(ctx.request_id))
             else:
                 value = b"E" + _encode_entry(entry)
-        elif capture.body is not None and b'"finish_reason":null' not in capture.body:
+        elif capture.body is not None and capture.body.find(b'"finish_reason":null') < 0:
             # A whole answer is kept as the backend's bytes and read when it serves a hit:
             # most entries are never hit, and a miss should cost little more than no cache.
             body = capture.body if redact is None else redact(capture.body)

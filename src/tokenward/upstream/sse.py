@@ -13,6 +13,9 @@ import re
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 DONE_DATA = b"[DONE]"
+# A byte is looked for as an int: ``b"\r" in data`` makes bytes.__contains__ try its
+# argument as an int first, raising and clearing a TypeError on every call (per event here).
+_CR = ord("\r")
 
 
 class SseEvent:
@@ -33,7 +36,7 @@ class SseEvent:
 
 
 def _data_of(raw: bytes) -> bytes | None:
-    if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and b"\r" not in raw:
+    if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
         return raw[6:].rstrip(b"\n")  # the common shape: one data line
     lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
     if not lines:
@@ -50,7 +53,7 @@ class SseSplitter:
     def feed(self, data: bytes) -> list[SseEvent]:
         if self._buf:
             data = self._buf + data
-        if b"\r" not in data:
+        if _CR not in data:
             events = data.split(b"\n\n")
             self._buf = events.pop()
             return [SseEvent(e + b"\n\n") for e in events if e]
