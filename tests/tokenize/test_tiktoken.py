@@ -55,7 +55,14 @@ def test_reference_ids(counters, name):
     assert counter.vocab_size == counter.encoding.n_vocab
 
 
-@given(st.text(max_size=300))
+# Characters this Python's Unicode database (14.0 on 3.11) lists as assigned: the reference
+# tells letters from other characters by that database, tiktoken by a newer one, so a
+# character assigned since (U+31350, CJK Extension H, Unicode 15) splits differently there
+# ("\U00031350:A": tiktoken's pieces are the ideograph and ":A", the reference's "\U00031350:" and "A").
+_ASSIGNED = st.characters(exclude_categories=("Cn", "Cs"))   # (surrogates: not text)
+
+
+@given(st.text(alphabet=_ASSIGNED, max_size=300))
 @settings(max_examples=200, deadline=None)
 def test_ids_match_an_independent_implementation(counters, references, text):
     for name, counter in counters.items():
