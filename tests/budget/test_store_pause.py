@@ -52,10 +52,14 @@ async def test_a_200_ms_pause_fails_calls_alone_and_loses_nothing(tmp_path, paus
                 for _ in range(5):
                     assert (await http.post("/v1/chat/completions", json=chat(max_tokens=20), headers=key)).is_success
             results: list[tuple[float, float, int, str | None]] = []
+            # The clients exist before the clock starts: making one loads the CA bundle in
+            # this event loop (~30 ms on a slow host), and 16 of them would hold the gateway
+            # up for half a second, their first requests counted as refusals that came late.
+            https = [httpx.AsyncClient(base_url=gw.url, timeout=10) for _ in range(16)]
             stop_at = time.monotonic() + 1.6
 
-            async def client() -> None:
-                async with httpx.AsyncClient(base_url=gw.url, timeout=10) as http:
+            async def client(http: httpx.AsyncClient) -> None:
+                async with http:
                     while time.monotonic() < stop_at:
                         sent = time.monotonic()
                         resp = await http.post("/v1/chat/completions", json=chat(max_tokens=20), headers=key)
@@ -71,7 +75,7 @@ async def test_a_200_ms_pause_fails_calls_alone_and_loses_nothing(tmp_path, paus
                 return stopped, time.monotonic()
 
             connections_before = total_connections(paused_redis)
-            clients = [asyncio.ensure_future(client()) for _ in range(16)]
+            clients = [asyncio.ensure_future(client(http)) for http in https]
             stopped, resumed = await pause()
             await asyncio.gather(*clients)
             reconnects = total_connections(paused_redis) - connections_before - 1   # less our first INFO

@@ -456,10 +456,13 @@ def test_pathological_inputs_stay_linear() -> None:
     detector = PatternDetector()
     for chunk in ["1", "1 ", "4111 ", "a@", "a.", ":", "1:", "+1 ", "(415) ", "AB12 ", "12 Main ", "bc1", "1.", "account 1234567 "]:
         small, large = chunk * 2000, chunk * 20000
-        t0 = time.process_time()
-        detector.find(small)
-        t_small = time.process_time() - t0
-        t0 = time.process_time()
-        detector.find(large)
-        t_large = time.process_time() - t0
+        # the least of three runs each: one run can take a neighbour's load or a full collection
+        t_small = min(_cpu_time(detector.find, small) for _ in range(3))
+        t_large = min(_cpu_time(detector.find, large) for _ in range(3))
         assert t_large < max(0.5, 30 * t_small), chunk
+
+
+def _cpu_time(run, text: str) -> float:
+    t0 = time.process_time()
+    run(text)
+    return time.process_time() - t0
