@@ -16,6 +16,8 @@ from tokenward.budget.policy import SCALE
 from .conftest import FakeClock
 from .gateway_helpers import backend, budget_config, chat, in_process
 
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
 
 @pytest.fixture(params=["memory", "redis", "redis-cluster"])
 def store_url(request) -> str:

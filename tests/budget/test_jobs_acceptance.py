@@ -21,6 +21,8 @@ from tokenward.budget.limits import tenant_namespace
 
 from .gateway_helpers import backend, budget_config, in_process
 
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
 TASKS, ATTEMPTS, OUTPUT, BUDGET = 4, 3, 20, 100
 PLAN = {"models": ["small-chat"], "max_output_tokens": 200, "tokens_per_minute": 100_000,
         "requests_per_minute": 100_000, "max_concurrent_streams": 100, "max_job_tokens": 10_000}

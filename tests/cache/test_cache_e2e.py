@@ -20,6 +20,8 @@ from tests.budget.gateway_helpers import backend, in_process
 from tokenward.budget.limits import tenant_namespace
 from tokenward.budget.policy import SCALE
 
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
 TPM = 2_000
 
 

@@ -27,6 +27,7 @@ from tests.support import gateway_in_process
 pytestmark = [
     pytest.mark.skipif(not available(), reason="llama-cpp-python[server] is not installed: run scripts/llama-wheel.sh"),
     pytest.mark.timeout(180),
+    pytest.mark.usefixtures("sdk_clients_closed"),   # tests/conftest.py
 ]
 
 N_CTX = 4096

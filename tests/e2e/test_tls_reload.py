@@ -32,6 +32,8 @@ from tests.support import gateway_in_process
 from tokenward.http.serving import HttpServer
 from tokenward.mock.app import MockUpstream
 
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -9,6 +9,8 @@ import openai
 import pytest
 from tests.mock._mock_helpers import chat, sse_events
 
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
 
 async def test_chat_non_stream_usage_and_counters(mock):
     resp = await mock.client.post("/v1/chat/completions", json=chat(max_tokens=5))

@@ -16,6 +16,8 @@ import yaml
 
 from tests.support import gateway_in_process, mock_backend
 
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
 EMAIL, PHONE, CARD, IBAN = "jane.doe@example.com", "+1 415 555 0132", "4111 1111 1111 1111", "DE89370400440532013000"
 PLANTED = (EMAIL, PHONE, CARD, IBAN)
 TEXT = f"Please email {EMAIL} or call {PHONE}; card {CARD}, IBAN {IBAN}. Thanks, and again {EMAIL}."

@@ -1,0 +1,26 @@
+"""Fixtures any test module may ask for."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+
+@pytest.fixture
+async def sdk_clients_closed(monkeypatch):
+    """Every official SDK client the test makes is closed in the test's own event loop.
+
+    Left to the garbage collector, the SDK closes its HTTP client in whatever loop is
+    running at that moment, a later test's, where the close fails ("Event loop is closed")
+    and is logged as an error in that test."""
+    made: list[openai.AsyncOpenAI] = []
+    init = openai.AsyncOpenAI.__init__
+
+    def tracked(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(openai.AsyncOpenAI, "__init__", tracked)
+    yield
+    for client in made:
+        await client.close()
