@@ -117,7 +117,7 @@ def total_connections(server: RedisServer) -> int:
 
 async def wait_settled(gw, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
-    while gw.admitter.keeper.open or gw.admitter.keeper.pending:
+    while gw.admitter.settling:
         if time.monotonic() > deadline:
             raise AssertionError("settles or voids still pending")
         await asyncio.sleep(0.05)

@@ -263,6 +263,13 @@ class Admitter:
         except StoreUnavailable as exc:
             log.warning("budget store not reachable at start-up (%s); requests fail closed until it is", exc)
 
+    @property
+    def settling(self) -> bool:
+        """Settles or voids not finished yet: held, waiting for the store, or in flight
+        (a batch of settles or a void running in the background, a retry being answered)."""
+        keeper = self.keeper
+        return bool(self._background or keeper.open or keeper.pending or keeper.retrying)
+
     async def close(self) -> None:
         self._send_settles()
         if self._background:

@@ -102,6 +102,7 @@ class LeaseKeeper:
         self._answering_since: list[float | None] = [None] * len(reconcilers)
         self.open: dict[str, Ticket] = {}
         self.pending: list[tuple[Guarded, SettleCall]] = []
+        self.retrying = 0   # settles taken from ``pending`` and not yet answered
         self._task: asyncio.Task | None = None
         self._closing = False
 
@@ -169,14 +170,22 @@ class LeaseKeeper:
     async def _retry_pending(self) -> None:
         pending, self.pending = self.pending, []
         now_ms = int(self._clock() * 1000)
-        for guarded, call in pending:
-            if not guarded.allow():
-                self.pending.append((guarded, call))
-                continue
-            try:
-                await guarded.call(guarded.store.settle, [call._replace(now_ms=now_ms)])
-            except StoreUnavailable:
-                self.pending.append((guarded, call))
+        self.retrying = len(pending)
+        try:
+            for guarded, call in pending:
+                self.retrying -= 1
+                if not guarded.allow():
+                    self.pending.append((guarded, call))
+                    continue
+                self.retrying += 1   # this one is in flight until its answer
+                try:
+                    await guarded.call(guarded.store.settle, [call._replace(now_ms=now_ms)])
+                except StoreUnavailable:
+                    self.pending.append((guarded, call))
+                finally:
+                    self.retrying -= 1
+        finally:
+            self.retrying = 0
 
     async def close(self) -> None:
         self._closing = True
