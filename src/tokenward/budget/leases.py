@@ -170,16 +170,14 @@ class LeaseKeeper:
     async def _retry_pending(self) -> None:
         pending, self.pending = self.pending, []
         now_ms = int(self._clock() * 1000)
-        self.retrying = len(pending)
+        self.retrying = len(pending)   # each counts until it is answered or put back
         try:
             for guarded, call in pending:
-                self.retrying -= 1
-                if not guarded.allow():
-                    self.pending.append((guarded, call))
-                    continue
-                self.retrying += 1   # this one is in flight until its answer
                 try:
-                    await guarded.call(guarded.store.settle, [call._replace(now_ms=now_ms)])
+                    if not guarded.allow():
+                        self.pending.append((guarded, call))
+                    else:
+                        await guarded.call(guarded.store.settle, [call._replace(now_ms=now_ms)])
                 except StoreUnavailable:
                     self.pending.append((guarded, call))
                 finally:
