@@ -46,21 +46,27 @@ class KeyMaker:
         self._prefix = prefix
         # tenant -> (its key prefix, the keyed hash with the tenant already fed in)
         self._tenants: dict[str, tuple[str, Any]] = {}
-        # request type -> (the ignored fields it has, cleared; whether it has max_completion_tokens)
-        self._cleared: dict[type, tuple[dict[str, Any], bool]] = {}
 
     def __call__(self, tenant: str, body: bytes, typed: Any = None) -> tuple[str, int | None]:
         """(the key, the request's output limit). ``typed``: the validated request's struct
         when ``body`` is exactly its encoding (no stage rewrote it)."""
         if typed is not None:
-            shape = self._cleared.get(type(typed))
-            if shape is None:
-                shape = self._cleared[type(typed)] = (
-                    {f: UNSET for f in IGNORED if hasattr(typed, f)}, hasattr(typed, "max_completion_tokens"))
-            limit = typed.max_completion_tokens if shape[1] else UNSET
-            if not isinstance(limit, int):
-                limit = typed.max_tokens
-            canonical = _encode(msgspec.structs.replace(typed, **shape[0]))
+            # The ignored fields are cleared in place, the struct encoded, and the fields
+            # put back, with nothing awaited in between: a copy of a 67-field struct with
+            # msgspec.structs.replace cost 2.5K instructions more per key. Both request
+            # types have the first four; chat has max_completion_tokens too.
+            saved = typed.stream, typed.stream_options, typed.user, typed.max_tokens
+            completion_cap = getattr(typed, "max_completion_tokens", UNSET)
+            typed.stream = typed.stream_options = typed.user = typed.max_tokens = UNSET
+            if completion_cap is not UNSET:
+                typed.max_completion_tokens = UNSET
+            try:
+                canonical = _encode(typed)
+            finally:
+                typed.stream, typed.stream_options, typed.user, typed.max_tokens = saved
+                if completion_cap is not UNSET:
+                    typed.max_completion_tokens = completion_cap
+            limit = completion_cap if isinstance(completion_cap, int) else saved[3]
         else:
             request = _decode(body)
             limit = request.get("max_completion_tokens") or request.get("max_tokens")

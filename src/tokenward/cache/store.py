@@ -71,17 +71,18 @@ class MemoryCache:
         self.put(key, value, ttl_s)
 
     def put(self, key: str, value: bytes, ttl_s: float) -> None:
-        """``set`` without a coroutine: nothing here waits (the stage calls it directly)."""
+        """``set`` without a coroutine: nothing here waits (the stage calls it directly).
+        At the bounds every put of a new key evicts, so this is on every miss's path."""
         entries = self._entries
+        size = self._bytes + len(value)
         old = entries.pop(key, None)
         if old is not None:
-            self._bytes -= len(old[1])
+            size -= len(old[1])
         entries[key] = (self._clock() + ttl_s, value)
-        self._bytes += len(value)
-        while len(entries) > self._max_entries or self._bytes > self._max_bytes:
-            _, (_, oldest) = entries.popitem(last=False)
-            self._bytes -= len(oldest)
+        while len(entries) > self._max_entries or size > self._max_bytes:
+            size -= len(entries.popitem(False)[1][1])    # the least recently used
             self.evictions += 1
+        self._bytes = size
 
     async def purge(self, prefix: str) -> int:
         doomed = [key for key in self._entries if key.startswith(prefix)]

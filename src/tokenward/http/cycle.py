@@ -21,6 +21,7 @@ _FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
 # Names the gateway itself writes on most responses, exactly as spelled here: none is a
 # framing header in any case, so ``_head`` need not lower-case them (~0.1 us a header).
 _ORDINARY = frozenset((b"content-type", b"x-request-id", b"cache-control", b"retry-after", b"x-should-retry",
+                       b"x-tokenward-cache",
                        b"x-ratelimit-limit-tokens", b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-tokens",
                        b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-tokens", b"x-ratelimit-reset-requests"))
 _DISCONNECT = {"type": "http.disconnect"}

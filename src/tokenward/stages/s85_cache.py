@@ -153,20 +153,22 @@ class CacheStage(BaseStage):
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = plan_of(ctx)
         request = ctx.request
+        if (not plan.cache or not isinstance(request, NormalizedRequest) or request.route == "embeddings"
+                or getattr(request.body, "logprobs", None)):
+            return self._bypass(ctx)
         control = ctx.header(b"cache-control")
         # looked into only when sent: ``b".." in`` tries its argument as an int first and
-        # raises and clears a TypeError every time, even on b"" (so .find below, too)
+        # raises and clears a TypeError every time, even on b""
         if control is not None:
             control = control.lower()
-        if (not plan.cache or not isinstance(request, NormalizedRequest) or request.route == "embeddings"
-                or (control is not None and b"no-store" in control) or getattr(request.body, "logprobs", None)):
-            return self._bypass(ctx)
+            if b"no-store" in control:
+                return self._bypass(ctx)
         tenant = ctx.principal.tenant
-        semantic = None
-        rewritten = ctx.screening is not None and ctx.screening.rewrites
-        key, limit = self._key(tenant, ctx.body, None if rewritten else request.body)
-        note: dict[str, Any] = {}
+        screening = ctx.screening
+        key, limit = self._key(tenant, ctx.body, None if screening is not None and screening.rewrites else request.body)
+        note = {"outcome": "miss"}
         ctx.note("cache", note)
+        semantic = None
         if control is not None and b"no-cache" in control:
             ctx.response_headers.append(_BYPASS)
             METRICS.cached(tenant, "bypass")
@@ -184,7 +186,6 @@ class CacheStage(BaseStage):
                     return self._hit(ctx, tenant, found, note, "semantic_hit")
             ctx.response_headers.append(_MISS)
             METRICS.cached(tenant, "miss")
-        note.setdefault("outcome", "miss")
         capture = Capture()
         ctx.add_transform(capture)
         ctx.cache = (capture, key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds, semantic)
@@ -258,7 +259,7 @@ class CacheStage(BaseStage):
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
         pending = ctx.cache
-        if not isinstance(pending, tuple) or ctx.status != 200 or ctx.reason is not None:
+        if pending is None or ctx.status != 200 or ctx.reason is not None:
             return
         capture, key, limit, ttl, semantic = pending
         redact = _output_screen(ctx) if self.output_screens else None
@@ -272,13 +273,15 @@ class CacheStage(BaseStage):
                 value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + redact(entry.body(ctx.request_id))
             else:
                 value = b"E" + _encode_entry(entry)
-        elif capture.body is not None and capture.body.find(b'"finish_reason":null') < 0:
+        else:
             # A whole answer is kept as the backend's bytes and read when it serves a hit:
             # most entries are never hit, and a miss should cost little more than no cache.
-            body = capture.body if redact is None else redact(capture.body)
+            body = capture.body
+            if body is None or body.find(b'"finish_reason":null') >= 0:
+                return
+            if redact is not None:
+                body = redact(body)
             value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + body
-        else:
-            return
         if len(value) > self.cfg.max_entry_bytes:
             METRICS.cached(ctx.principal.tenant, "too_large")
             return
