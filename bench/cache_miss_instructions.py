@@ -17,13 +17,15 @@ Each count is taken at two request counts and the difference divided by the requ
 between them, so start-up cancels out. The periodic background work (the abuse batches,
 the control refresh, the decision log's flush timer) is stopped before counting: it runs
 per wall-clock second, and under callgrind a second is a few requests, so it would move
-the count by ±15K instructions between identical runs. Takes ~10 minutes with --parts.
+the count by ±15K instructions between identical runs; so is what start-up left in the
+heap (``gc.freeze``). Takes ~6 minutes with --parts.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import os
 import re
@@ -88,6 +90,11 @@ async def _requests(cache: bool, entries: int, n: int) -> None:
             if task is not me:
                 task.cancel()
         await asyncio.sleep(0)
+        # what start-up and the warm-up left is moved out of the collector's sight: a full
+        # collection over it (tens of millions of instructions) fell in one run and not in
+        # the other often enough to move the per-request figure by several thousand
+        gc.collect()
+        gc.freeze()
         await run(n)
         await gateway.shutdown()
 

@@ -75,11 +75,16 @@ def _stored(raw: bytes) -> CacheEntry | None:
 
 
 class Capture:
-    """A miss's response transform: sees the backend's (masked) answer, changes nothing."""
+    """A miss's response transform: sees the backend's (masked) answer, changes nothing,
+    and carries what ``on_complete`` needs to store it (``ctx.cache``)."""
 
-    __slots__ = ("body", "stream")
+    __slots__ = ("key", "limit", "ttl", "semantic", "body", "stream")
 
-    def __init__(self) -> None:
+    def __init__(self, key: str, limit: int | None, ttl: float, semantic: tuple | None) -> None:
+        self.key = key
+        self.limit = limit
+        self.ttl = ttl
+        self.semantic = semantic    # what indexes the answer in the semantic cache, if on
         self.body: bytes | None = None
         self.stream: StreamAssembly | None = None
 
@@ -186,9 +191,8 @@ class CacheStage(BaseStage):
                     return self._hit(ctx, tenant, found, note, "semantic_hit")
             ctx.response_headers.append(_MISS)
             METRICS.cached(tenant, "miss")
-        capture = Capture()
+        ctx.cache = capture = Capture(key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds, semantic)
         ctx.add_transform(capture)
-        ctx.cache = (capture, key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds, semantic)
         return None
 
     def _hit(self, ctx: RequestContext, tenant: str, found: tuple, note: dict, outcome: str) -> Hit:
@@ -258,10 +262,10 @@ class CacheStage(BaseStage):
         return found
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
-        pending = ctx.cache
-        if pending is None or ctx.status != 200 or ctx.reason is not None:
+        capture = ctx.cache
+        if capture is None or ctx.status != 200 or ctx.reason is not None:
             return
-        capture, key, limit, ttl, semantic = pending
+        limit = capture.limit
         redact = _output_screen(ctx) if self.output_screens else None
         if capture.stream is not None:
             reported = {"prompt_tokens": usage.prompt_tokens or 0, "completion_tokens": usage.completion_tokens or 0}
@@ -285,12 +289,12 @@ class CacheStage(BaseStage):
         if len(value) > self.cfg.max_entry_bytes:
             METRICS.cached(ctx.principal.tenant, "too_large")
             return
-        if semantic is not None:
-            self.semantic.add(ctx.principal.tenant, *semantic, key)
+        if capture.semantic is not None:
+            self.semantic.add(ctx.principal.tenant, *capture.semantic, capture.key)
         if self._put is not None:
-            self._put(key, value, ttl)
+            self._put(capture.key, value, capture.ttl)
             return
-        task = asyncio.ensure_future(self._write(key, value, ttl))
+        task = asyncio.ensure_future(self._write(capture.key, value, capture.ttl))
         self._writes.add(task)
         task.add_done_callback(self._writes.discard)
 
