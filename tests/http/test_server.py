@@ -370,6 +370,46 @@ async def test_header_with_line_break_is_never_written(header):
     assert raw.startswith(b"HTTP/1.1 500 ")
 
 
+@pytest.mark.parametrize("value", [b"a\r\nset-cookie: pwned=1", b"pwned\r\n", b"a\npwned", b"a\rpwned"])
+async def test_line_break_in_a_gateway_header_of_a_whole_answer_is_never_written(value):
+    """The gateway's own whole answers (send_bytes: names the server knows, the length
+    last): the line-break check holds for a name it does not lower-case, too."""
+    from tokenward.http.responses import JSON, send_bytes
+
+    errors = []
+
+    async def app(scope, receive, send):
+        try:
+            await send_bytes(send, 200, [JSON, (b"x-request-id", value)], b"{}")
+        except RuntimeError as exc:
+            errors.append(exc)
+            raise
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        raw = await asyncio.wait_for(reader.read(), 2)
+    assert errors and b"pwned" not in raw
+    assert raw.startswith(b"HTTP/1.1 500 ")
+
+
+@pytest.mark.parametrize("headers", [
+    [(b"content-type", b"application/json"), (b"x-request-id", b"r1"), (b"x-ratelimit-limit-tokens", b"10")],
+    [(b"x-custom", b"1"), (b"x-request-id", b"r1")],            # a name of the app's own
+    [],
+])
+async def test_whole_answer_head_is_written_as_sent(headers):
+    from tokenward.http.responses import send_bytes
+
+    async def app(scope, receive, send):
+        await send_bytes(send, 200, list(headers), b"hi")
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        raw = await asyncio.wait_for(reader.readuntil(b"\r\n\r\nhi"), 2)
+    lines = b"".join(b"%s: %s\r\n" % header for header in headers)
+    assert raw == b"HTTP/1.1 200 OK\r\n" + lines + b"content-length: 2\r\n\r\nhi"
+
+
 async def test_app_error_after_start_but_before_any_byte_is_still_a_500():
     # The head goes out with the first body bytes, so nothing reached the client yet.
     async def app(scope, receive, send):

@@ -20,8 +20,9 @@ class GatewayMetrics:
     def __init__(self) -> None:
         # (route, decided_by, reason, tenant) -> count
         self.decisions: dict[tuple[str, str, str, str], int] = defaultdict(int)
-        # stage -> [count, total seconds]
-        self.stage_time: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
+        # stage -> [count, total nanoseconds]: ints, so a request adds to them without a
+        # float division and a float per stage (a scrape converts)
+        self.stage_time: dict[str, list[int]] = defaultdict(lambda: [0, 0])
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)
         self.open_streams: dict[str, int] = defaultdict(int)
         # (kind, detector, outcome, shadow) -> count; (kind, detector) -> score bucket counts + sum
@@ -63,10 +64,11 @@ class GatewayMetrics:
         principal = ctx.principal
         tenant = principal.tenant if principal is not None else ""
         self.decisions[(ctx.path, ctx.deciding_stage or "", ctx.reason or "ok", tenant)] += 1
+        stage_time = self.stage_time
         for name, ns in ctx.timings:
-            slot = self.stage_time[name]
+            slot = stage_time[name]
             slot[0] += 1
-            slot[1] += ns / 1e9
+            slot[1] += ns
         usage = ctx.usage
         if usage.completion_tokens is not None:
             self.tokens[(tenant, "completion", usage.source)] += usage.completion_tokens
@@ -75,7 +77,7 @@ class GatewayMetrics:
 
     def stage_totals(self) -> dict[str, tuple[int, float]]:
         """stage -> (runs, total nanoseconds) so far."""
-        return {name: (calls, total * 1e9) for name, (calls, total) in list(self.stage_time.items())}
+        return {name: (calls, float(total)) for name, (calls, total) in list(self.stage_time.items())}
 
     def collect(self):
         decisions = CounterMetricFamily("tokenward_decisions", "Requests by route, deciding stage and reason",
@@ -87,7 +89,7 @@ class GatewayMetrics:
         seconds = CounterMetricFamily("tokenward_stage_seconds", "Time spent in each stage", labels=["stage"])
         for name, (calls, total) in list(self.stage_time.items()):
             count.add_metric([name], calls)
-            seconds.add_metric([name], total)
+            seconds.add_metric([name], total / 1e9)
         yield count
         yield seconds
         tokens = CounterMetricFamily("tokenward_tokens", "Tokens by tenant, kind and where the count came from",
