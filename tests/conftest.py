@@ -2,8 +2,19 @@
 
 from __future__ import annotations
 
+import gc
+
 import openai
 import pytest
+
+
+def pytest_collection_finish(session) -> None:
+    """As `tokenward serve` does after start-up (app.py): what the imports and the
+    collection left is frozen, so no full collection walks it again. One walk of this heap
+    held an in-process gateway's event loop for 115-150 ms, enough to fail a test that
+    times its answers (tests/budget/test_store_pause.py)."""
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture
