@@ -26,7 +26,8 @@ from msgspec import UNSET
 
 from ..budget.limits import tenant_namespace
 
-# fields that do not change the answer: left out of every key (and of the semantic cache's shape)
+# fields that do not change the answer: left out of every key (and of the semantic cache's
+# shape); KeyMaker's typed path clears them by name, so keep the two in step
 IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
 _decode = msgspec.json.decode
 encode_sorted = msgspec.json.Encoder(order="sorted").encode
@@ -38,8 +39,8 @@ def tenant_prefix(prefix: str, tenant: str) -> str:
 
 
 class KeyMaker:
-    """Cache keys under one deployment secret; the per-tenant prefix and the per-type
-    cleared fields are worked out once."""
+    """Cache keys under one deployment secret; each tenant's prefix and seeded keyed hash
+    are worked out once."""
 
     def __init__(self, secret: bytes, prefix: str) -> None:
         self._hasher = hashlib.blake2b(key=secret, digest_size=20)
