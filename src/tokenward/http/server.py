@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
 
 import httptools
 
@@ -400,11 +399,3 @@ class HttpConnection(asyncio.Protocol):
             self.cycle.keep_alive = False
             for queued in self.queue:
                 queued.keep_alive = False
-
-
-def protocol_factory(state: ServerState) -> Callable[[], asyncio.Protocol]:
-    def make() -> HttpConnection:
-        return HttpConnection(state)
-
-    return make
-

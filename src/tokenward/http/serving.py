@@ -7,12 +7,13 @@ process's whole life: uvloop, start-up, serve until SIGTERM/SIGINT, drain, shut 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import signal
 import socket
 from typing import Awaitable, Callable
 
-from .server import protocol_factory
+from .server import HttpConnection
 from .state import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, ServerState
 
 log = logging.getLogger("tokenward.http")
@@ -81,7 +82,7 @@ class HttpServer:
         await self._lifespan.startup()
         self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes, self.max_connections,
                                  *self.head_limits)
-        factory = protocol_factory(self.state)
+        factory = functools.partial(HttpConnection, self.state)   # one connection object per socket
         for sock in sockets:
             self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048, ssl=ssl_context))
         self._sweeper = loop.call_later(SWEEP_S, self._sweep)
