@@ -1,4 +1,5 @@
-"""One contract for every cache store: the memory LRU and Redis (a real redis-server)."""
+"""One contract for every cache store: the memory LRU, Redis (a real redis-server) and Redis
+Cluster (three real nodes: a tenant's entries share one slot, so a purge walks one node)."""
 
 from __future__ import annotations
 
@@ -9,20 +10,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.fixtures.redis_cluster import redis_cluster  # noqa: F401
 from tests.fixtures.redis_server import redis_server, redis_server_session  # noqa: F401
+from tokenward.cache.key import cache_key, tenant_prefix
 from tokenward.cache.store import MemoryCache, RedisCache
 
 KEY = b"k" * 32
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", "redis", "redis-cluster"])
 async def store(request):
     if request.param == "memory":
         cache = MemoryCache(max_entries=1000, max_bytes=1 << 20)
+    elif request.param == "redis":
+        cache = RedisCache(request.getfixturevalue("redis_server").url, 0.5, KEY)
     else:
-        server = request.getfixturevalue("redis_server")
-        cache = RedisCache(server.url, 0.5, KEY)
-        cache.server = server
+        cluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        cache = RedisCache(cluster.url, 2.0, KEY)
     yield cache
     await cache.close()
 
@@ -105,3 +110,30 @@ def test_memory_store_is_an_lru_bounded_in_entries_and_bytes(steps):
         assert cache.evictions == evicted
     for key, value in model:
         assert cache.peek(key) == value
+
+
+async def test_on_a_cluster_a_tenants_entries_share_one_node(request):
+    """The keys the stage makes are hash-tagged per tenant: all of a tenant's entries live on
+    the node that owns its slot, so a purge's SCAN on that node finds every one of them, and
+    another tenant's entries (in another slot, on another node here) are left alone."""
+    cluster = request.getfixturevalue("redis_cluster")
+    cluster.flush()
+    cache = RedisCache(cluster.url, 2.0, KEY)
+    try:
+        by_node: dict[int, str] = {}
+        for name in ("acme", "globex", "initech", "umbrella", "hooli", "stark", "wayne"):
+            by_node.setdefault(cluster.node_of(tenant_prefix("tw", name)), name)
+        assert len(by_node) >= 2, "the test needs two tenants on two nodes"
+        a, b = list(by_node.values())[:2]
+        keys = {tenant: [cache_key(KEY, "tw", tenant, b'{"i":%d}' % i)[0] for i in range(40)] for tenant in (a, b)}
+        for tenant, value in ((a, b"a"), (b, b"b")):
+            assert all(key.startswith(tenant_prefix("tw", tenant)) for key in keys[tenant])
+            for key in keys[tenant]:
+                await cache.set(key, value, 60)
+        assert {cluster.node_of(key) for key in keys[a]} == {cluster.node_of(tenant_prefix("tw", a))}
+        assert await cache.purge(tenant_prefix("tw", a)) == 40
+        assert await cache.get(keys[a][7]) is None
+        assert await cache.get(keys[b][7]) == b"b"
+        assert await cache.purge(tenant_prefix("tw", b)) == 40
+    finally:
+        await cache.close()
