@@ -201,6 +201,7 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
     """The cache store killed under load: requests keep being served (as misses), nothing
     is refused, every reservation settles."""
     from tests.fixtures.redis_server import RedisServer
+    from tokenward.observe.metrics import METRICS
 
     monkeypatch.setenv("TOKENWARD_CACHE_KEY", "test-cache-secret")
     import tempfile
@@ -221,6 +222,7 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
                         model="small-chat", max_tokens=8, messages=said(f"q{i % 5}"))
                 return raw.headers["x-tokenward-cache"]
 
+            errors_before = METRICS.cache_errors
             warm = [await one(i) for i in range(5)]          # five entries stored
             await asyncio.sleep(0.05)                         # (written after each answer)
             first = await asyncio.gather(*(one(i) for i in range(45)))
@@ -236,6 +238,8 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
             await gw.settled()
             records = gw.decisions()
             assert all(r["status"] == 200 for r in records) and len(records) == 350
+            # what deploy/prometheus/alerts.yml's TokenwardCacheStoreFailing watches
+            assert METRICS.cache_errors - errors_before >= 100
     finally:
         cache_redis.stop()
 

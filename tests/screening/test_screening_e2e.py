@@ -382,6 +382,11 @@ async def test_shadow_decides_and_records_but_changes_no_response(gw, mock):
 async def test_a_hanging_screener_fails_closed_within_its_budget(gw, mock):
     import time
 
+    from tokenward.observe.metrics import METRICS
+
+    # the series deploy/prometheus/alerts.yml's TokenwardScreeningUnavailable selects
+    series = ("injection", "hanging", "unavailable", "false")
+    counted = METRICS.screening[series]
     before = await mock.requests()
     started = time.monotonic()
     with pytest.raises(openai.APIStatusError) as caught:
@@ -390,12 +395,18 @@ async def test_a_hanging_screener_fails_closed_within_its_budget(gw, mock):
     assert time.monotonic() - started < 1.0 and await mock.requests() == before
     assert gw.decisions()[-1]["screening"]["injection"] == {"detector": "hanging", "outcome": "unavailable",
                                                             "failure": "timeout"}
+    assert METRICS.screening[series] == counted + 1
 
 
 async def test_a_hanging_screener_fails_open_within_its_budget_when_told_to(gw, mock):
+    from tokenward.observe.metrics import METRICS
+
+    series = ("injection", "hanging", "failed_open", "false")   # TokenwardScreeningFailingOpen's
+    counted = METRICS.screening[series]
     reply = await client(gw, "open").chat.completions.create(model="small-chat", max_tokens=20, messages=said("hi"))
     assert reply.choices
     assert gw.decisions()[-1]["screening"]["injection"]["outcome"] == "failed_open"
+    assert METRICS.screening[series] == counted + 1
 
 
 async def test_a_broken_pii_detector_fails_closed(gw, mock):
