@@ -16,13 +16,25 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from ..pipeline.context import RequestContext
 
 
+# Bucket bounds in nanoseconds, for a stage (microseconds for most; a forwarded stream runs
+# for minutes) and for a backend's first answer: 10 us to 10 minutes
+STAGE_BUCKETS_NS = tuple(int(us * 1000) for us in (
+    10, 25, 50, 100, 250, 500, 1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5,
+    1e6, 2.5e6, 5e6, 1e7, 3e7, 6e7, 1.2e8, 3e8, 6e8))
+
+
 class GatewayMetrics:
     def __init__(self) -> None:
         # (route, decided_by, reason, tenant) -> count
         self.decisions: dict[tuple[str, str, str, str], int] = defaultdict(int)
-        # stage -> [count, total nanoseconds]: ints, so a request adds to them without a
-        # float division and a float per stage (a scrape converts)
-        self.stage_time: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        # stage -> [a count per STAGE_BUCKETS_NS bound, one above the last, total nanoseconds]:
+        # ints, so a request adds to them without a float division and a float per stage
+        # (a scrape converts)
+        self.stage_time: dict[str, list[int]] = defaultdict(lambda: [0] * (len(STAGE_BUCKETS_NS) + 2))
+        # (upstream, stream) -> the same, for the time a backend took to answer a request's head
+        self.upstream_head: dict[tuple[str, str], list[int]] = {}
+        # (tenant, key id) -> [tokens charged, micro-USD charged], at settle
+        self.key_spend: dict[tuple[str, str], list[int]] = {}
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)
         self.open_streams: dict[str, int] = defaultdict(int)
         # (kind, detector, outcome, shadow) -> count; (kind, detector) -> score bucket counts + sum
@@ -67,8 +79,8 @@ class GatewayMetrics:
         stage_time = self.stage_time
         for name, ns in ctx.timings:
             slot = stage_time[name]
-            slot[0] += 1
-            slot[1] += ns
+            slot[bisect_left(STAGE_BUCKETS_NS, ns)] += 1   # the first bound >= ns: Prometheus' "le"
+            slot[-1] += ns
         usage = ctx.usage
         if usage.completion_tokens is not None:
             self.tokens[(tenant, "completion", usage.source)] += usage.completion_tokens
@@ -77,7 +89,24 @@ class GatewayMetrics:
 
     def stage_totals(self) -> dict[str, tuple[int, float]]:
         """stage -> (runs, total nanoseconds) so far."""
-        return {name: (calls, float(total)) for name, (calls, total) in list(self.stage_time.items())}
+        return {name: (sum(slot[:-1]), float(slot[-1])) for name, slot in list(self.stage_time.items())}
+
+    def backend_answered(self, upstream: str, stream: bool, ns: int) -> None:
+        """A backend's response head arrived ``ns`` after the request was sent to it."""
+        key = (upstream, "true" if stream else "false")
+        slot = self.upstream_head.get(key)
+        if slot is None:
+            slot = self.upstream_head[key] = [0] * (len(STAGE_BUCKETS_NS) + 2)
+        slot[bisect_left(STAGE_BUCKETS_NS, ns)] += 1
+        slot[-1] += ns
+
+    def charged(self, tenant: str, key_id: str, tokens: int, micro_usd: int) -> None:
+        """What a settled request was charged, by the key that made it."""
+        slot = self.key_spend.get((tenant, key_id))
+        if slot is None:
+            slot = self.key_spend[(tenant, key_id)] = [0, 0]
+        slot[0] += tokens
+        slot[1] += micro_usd
 
     def collect(self):
         decisions = CounterMetricFamily("tokenward_decisions", "Requests by route, deciding stage and reason",
@@ -87,11 +116,32 @@ class GatewayMetrics:
         yield decisions
         count = CounterMetricFamily("tokenward_stage_calls", "Stage runs", labels=["stage"])
         seconds = CounterMetricFamily("tokenward_stage_seconds", "Time spent in each stage", labels=["stage"])
-        for name, (calls, total) in list(self.stage_time.items()):
+        durations = HistogramMetricFamily("tokenward_stage_duration_seconds",
+                                          "Time of one stage for one request (forward: until the answer ended)",
+                                          labels=["stage"])
+        for name, slot in list(self.stage_time.items()):
+            buckets, calls = _ns_buckets(slot)
             count.add_metric([name], calls)
-            seconds.add_metric([name], total / 1e9)
+            seconds.add_metric([name], slot[-1] / 1e9)
+            durations.add_metric([name], buckets, slot[-1] / 1e9)
         yield count
         yield seconds
+        yield durations
+        heads = HistogramMetricFamily("tokenward_upstream_response_seconds",
+                                      "From sending a request to a backend to its response head (for a stream: "
+                                      "the wait before the first event can come)", labels=["upstream", "stream"])
+        for key, slot in list(self.upstream_head.items()):
+            heads.add_metric(list(key), _ns_buckets(slot)[0], slot[-1] / 1e9)
+        yield heads
+        key_tokens = CounterMetricFamily("tokenward_key_charged_tokens", "Tokens charged at settle, by API key",
+                                         labels=["tenant", "key_id"])
+        key_usd = CounterMetricFamily("tokenward_key_spend_usd", "What was charged at settle in USD (priced models), "
+                                      "by API key", labels=["tenant", "key_id"])
+        for key, (tokens_charged, micro_usd) in list(self.key_spend.items()):
+            key_tokens.add_metric(list(key), tokens_charged)
+            key_usd.add_metric(list(key), micro_usd / 1e6)
+        yield key_tokens
+        yield key_usd
         tokens = CounterMetricFamily("tokenward_tokens", "Tokens by tenant, kind and where the count came from",
                                      labels=["tenant", "kind", "source"])
         for key, value in list(self.tokens.items()):
@@ -141,6 +191,17 @@ class GatewayMetrics:
             size = store.size_bytes()
             if size is not None:
                 yield GaugeMetricFamily("tokenward_cache_bytes", "Bytes held by the memory cache", value=size)
+
+
+def _ns_buckets(slot: list[int]) -> tuple[list[tuple[str, float]], int]:
+    """Cumulative (le, count) pairs in seconds from a per-bucket nanosecond slot, and the count."""
+    buckets, running = [], 0
+    for bound, count in zip(STAGE_BUCKETS_NS, slot):
+        running += count
+        buckets.append((f"{bound / 1e9:g}", running))
+    running += slot[len(STAGE_BUCKETS_NS)]
+    buckets.append(("+Inf", running))
+    return buckets, running
 
 
 METRICS = GatewayMetrics()

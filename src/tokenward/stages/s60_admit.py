@@ -33,6 +33,7 @@ from ..config.schema import Config, PlanConfig
 from ..errors import ConfigError, Reason, Refusal
 from ..http.responses import NO_RETRY
 from ..jobs.book import JobBook
+from ..observe.metrics import METRICS
 from ..observe.work import WORK
 from ..pipeline.results import Reservation
 from ..pipeline.stage import BaseStage, Exit, ExitKind
@@ -198,6 +199,10 @@ class AdmissionStage(BaseStage):
         else:
             tokens, cost, mode = 0, 0, policy.SETTLE
         self.admitter.settle_soon(ticket, tokens, cost, mode)
+        principal = ctx.principal
+        # by API key; the tenant's JWT callers together, as "jwt" (a series per end user
+        # would be unbounded, and a subject may name a person)
+        METRICS.charged(principal.tenant, principal.key_id if principal.kind == "api_key" else "jwt", tokens, cost)
         if isinstance(record, dict):
             charged = tokens if mode == policy.SETTLE else reservation.tokens
             record["actual"] = tokens if mode == policy.SETTLE else None

@@ -16,11 +16,13 @@ returns, so a client that goes away cancels the backend's work at once. Returns 
 from __future__ import annotations
 
 import asyncio
+from time import perf_counter_ns
 
 import msgspec
 
 from ..config.schema import StreamConfig
 from ..errors import Reason, Refusal
+from ..observe.metrics import METRICS
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Exit, ExitKind
 from ..reconcile.usage import UNKNOWN, Usage, from_reported
@@ -114,10 +116,12 @@ class Forwarder:
             watch.arm()
         timeout = min(target.read_timeout, self.max_duration)
         try:
+            sent = perf_counter_ns()
             try:
                 resp = await target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
             except UpstreamError as exc:
                 return await _answer_failure(ctx, exc, "answer")
+            METRICS.backend_answered(target.upstream_name, call.stream, perf_counter_ns() - sent)
             ctx.upstream_status = resp.status
             try:
                 if resp.status >= 400:

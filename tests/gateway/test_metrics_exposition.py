@@ -1,0 +1,115 @@
+"""The operator's measures, read from GET /metrics as Prometheus parses them: each stage's
+time as a histogram, the backend's time to answer, and what each API key was charged."""
+
+from __future__ import annotations
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.budget.gateway_helpers import backend, budget_config, chat, in_process
+
+
+def _samples(text: str) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append(sample)
+    return out
+
+
+def _value(samples: dict[str, list], name: str, **labels: str) -> float:
+    found = [s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
+    return sum(found)
+
+
+async def _scrape(gw) -> dict[str, list]:
+    response = await gw.client.get("/metrics")
+    assert response.status_code == 200
+    return _samples(response.text)
+
+
+async def test_stage_histograms_agree_with_the_counters_and_the_records(tmp_path):
+    async with backend() as mock:
+        path = budget_config(tmp_path, mock.port, server={"expose_metrics": True}, tpm=1_000_000)
+        async with in_process(path) as gw:
+            key = await gw.new_key()
+            before = await _scrape(gw)
+            for _ in range(4):
+                assert (await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=key)
+                        ).status_code == 200
+            refused = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20))  # no credentials
+            assert refused.status_code == 401
+            records = await gw.wait_decisions(5)
+            after = await _scrape(gw)
+
+    def moved(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    for stage in ("edge", "identity", "admission", "forward"):
+        times_s = [r["stages_us"][stage] / 1e6 for r in records if stage in r["stages_us"]]
+        calls = moved("tokenward_stage_calls_total", stage=stage)
+        assert calls == moved("tokenward_stage_duration_seconds_count", stage=stage) == len(times_s)
+        assert abs(moved("tokenward_stage_duration_seconds_sum", stage=stage)
+                   - moved("tokenward_stage_seconds_total", stage=stage)) < 1e-9
+        assert abs(moved("tokenward_stage_duration_seconds_sum", stage=stage) - sum(times_s)) < 1e-6
+        # each bucket holds exactly the requests whose time for the stage is at or under it
+        bounds = sorted({s.labels["le"] for s in after["tokenward_stage_duration_seconds_bucket"]}, key=float)
+        assert bounds[0] == "1e-05" and bounds[-1] == "+Inf"
+        for le in bounds:
+            held = moved("tokenward_stage_duration_seconds_bucket", stage=stage, le=le)
+            assert held == sum(t <= float(le) for t in times_s), (stage, le)
+
+
+async def test_the_backends_time_to_answer_is_a_histogram_per_upstream(tmp_path):
+    async with backend() as mock:
+        path = budget_config(tmp_path, mock.port, server={"expose_metrics": True}, tpm=1_000_000)
+        async with in_process(path) as gw:
+            key = await gw.new_key()
+            before = await _scrape(gw)
+            slow = {**key, "x-mock-delay-ms": "300"}
+            assert (await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=slow)
+                    ).status_code == 200
+            streamed = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20, stream=True), headers=key)
+            assert streamed.status_code == 200
+            after = await _scrape(gw)
+
+    def moved(name: str, **labels: str) -> float:
+        return _value(after, name, **labels) - _value(before, name, **labels)
+
+    whole = {"upstream": "mock", "stream": "false"}
+    assert moved("tokenward_upstream_response_seconds_count", **whole) == 1
+    assert moved("tokenward_upstream_response_seconds_bucket", le="0.25", **whole) == 0   # it waited 300 ms
+    assert moved("tokenward_upstream_response_seconds_bucket", le="0.5", **whole) == 1
+    assert 0.3 <= moved("tokenward_upstream_response_seconds_sum", **whole) < 1.0
+    assert moved("tokenward_upstream_response_seconds_count", upstream="mock", stream="true") == 1
+
+
+async def test_each_key_is_charged_what_its_requests_settled_to(tmp_path):
+    """Two keys of one tenant: each key's tokens and USD equal its own requests' settled usage
+    at the model's prices (1 USD per million prompt tokens, 2 per million completion)."""
+    async with backend() as mock:
+        path = budget_config(tmp_path, mock.port, server={"expose_metrics": True}, tpm=1_000_000)
+        async with in_process(path) as gw:
+            one, two = await gw.new_key(), await gw.new_key()
+            used = {}
+            for key, times in ((one, 3), (two, 1)):
+                prompt = completion = 0
+                for _ in range(times):
+                    reply = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=30), headers=key)
+                    usage = reply.json()["usage"]
+                    prompt += usage["prompt_tokens"]
+                    completion += usage["completion_tokens"]
+                used[key["authorization"]] = (prompt, completion)
+            await gw.settled()
+            records = await gw.wait_decisions(4)
+            samples = await _scrape(gw)
+    key_ids = sorted({r["key_id"] for r in records})
+    assert len(key_ids) == 2
+    per_key = {r["key_id"]: 0 for r in records}
+    for record in records:
+        per_key[record["key_id"]] += record["usage"]["prompt_tokens"] + record["usage"]["completion_tokens"]
+    assert sorted(per_key.values()) == sorted(p + c for p, c in used.values())
+    for key_id, tokens in per_key.items():
+        assert _value(samples, "tokenward_key_charged_tokens_total", tenant="acme", key_id=key_id) == tokens
+    total_usd = sum(-(-(p * 1000 + c * 2000) // 1000) / 1e6 for p, c in used.values())
+    charged_usd = sum(_value(samples, "tokenward_key_spend_usd_total", tenant="acme", key_id=k) for k in key_ids)
+    assert abs(charged_usd - total_usd) < 1e-9 and charged_usd > 0
