@@ -16,22 +16,27 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from ..pipeline.context import RequestContext
 
 
-# Bucket bounds in nanoseconds, for a stage (microseconds for most; a forwarded stream runs
-# for minutes) and for a backend's first answer: 10 us to 10 minutes
-STAGE_BUCKETS_NS = tuple(int(us * 1000) for us in (
-    10, 25, 50, 100, 250, 500, 1e3, 2.5e3, 5e3, 1e4, 2.5e4, 5e4, 1e5, 2.5e5, 5e5,
-    1e6, 2.5e6, 5e6, 1e7, 3e7, 6e7, 1.2e8, 3e8, 6e8))
+# Time histograms (a stage, a backend's first answer) count in powers of two of a
+# nanosecond: a value goes to slot ``ns.bit_length()``, the bucket of the values below
+# 2**slot ns, one integer method call where a bisect over bounds compares ~5 ints through
+# the generic protocol (~640 instructions against ~80: eleven per request). Exported from
+# 2**13 ns (8.2 us) to 2**40 ns (18 min), each bound exact: ``le`` = (2**b - 1) ns.
+NS_SLOTS = 65                                    # bit lengths 0..64
+NS_TOTAL = NS_SLOTS                              # then the total (a positive index: CPython's
+                                                 # list fast path takes no negative one)
+EXPORTED_BITS = range(13, 41)
 
 
 class GatewayMetrics:
     def __init__(self) -> None:
         # (route, decided_by, reason, tenant) -> count
         self.decisions: dict[tuple[str, str, str, str], int] = defaultdict(int)
-        # stage -> [a count per STAGE_BUCKETS_NS bound, one above the last, total nanoseconds]:
+        # stage -> [a count per bit length of the nanoseconds (NS_SLOTS), total nanoseconds]:
         # ints, so a request adds to them without a float division and a float per stage
         # (a scrape converts)
-        self.stage_time: dict[str, list[int]] = defaultdict(lambda: [0] * (len(STAGE_BUCKETS_NS) + 2))
-        # (upstream, stream) -> the same, for the time a backend took to answer a request's head
+        self.stage_time: dict[str, list[int]] = defaultdict(lambda: [0] * (NS_SLOTS + 1))
+        # (upstream, "true" | "false" for stream) -> the same, for the time a backend took to
+        # answer a request's head
         self.upstream_head: dict[tuple[str, str], list[int]] = {}
         # (tenant, key id) -> [tokens charged, micro-USD charged], at settle
         self.key_spend: dict[tuple[str, str], list[int]] = {}
@@ -77,10 +82,10 @@ class GatewayMetrics:
         tenant = principal.tenant if principal is not None else ""
         self.decisions[(ctx.path, ctx.deciding_stage or "", ctx.reason or "ok", tenant)] += 1
         stage_time = self.stage_time
-        for name, ns in ctx.timings:
+        for name, ns in ctx.timings:      # add_ns, inlined: ten stages a request
             slot = stage_time[name]
-            slot[bisect_left(STAGE_BUCKETS_NS, ns)] += 1   # the first bound >= ns: Prometheus' "le"
-            slot[-1] += ns
+            slot[ns.bit_length()] += 1
+            slot[NS_TOTAL] += ns
         usage = ctx.usage
         if usage.completion_tokens is not None:
             self.tokens[(tenant, "completion", usage.source)] += usage.completion_tokens
@@ -91,22 +96,19 @@ class GatewayMetrics:
         """stage -> (runs, total nanoseconds) so far."""
         return {name: (sum(slot[:-1]), float(slot[-1])) for name, slot in list(self.stage_time.items())}
 
-    def backend_answered(self, upstream: str, stream: bool, ns: int) -> None:
-        """A backend's response head arrived ``ns`` after the request was sent to it."""
-        key = (upstream, "true" if stream else "false")
-        slot = self.upstream_head.get(key)
-        if slot is None:
-            slot = self.upstream_head[key] = [0] * (len(STAGE_BUCKETS_NS) + 2)
-        slot[bisect_left(STAGE_BUCKETS_NS, ns)] += 1
-        slot[-1] += ns
+    def upstream_slots(self, upstream: str) -> tuple[list[int], list[int]]:
+        """The slots of an upstream's time-to-answer histogram: (whole answers, streams),
+        indexed by ``stream``. The forwarder keeps them on its target and adds to them with
+        ``add_ns``: no key built, no dict looked up per request."""
+        return tuple(self.upstream_head.setdefault((upstream, stream), [0] * (NS_SLOTS + 1))
+                     for stream in ("false", "true"))
 
-    def charged(self, tenant: str, key_id: str, tokens: int, micro_usd: int) -> None:
-        """What a settled request was charged, by the key that made it."""
+    def key_slot(self, tenant: str, key_id: str) -> list[int]:
+        """[tokens charged, micro-USD charged] for one API key (a settle adds to it)."""
         slot = self.key_spend.get((tenant, key_id))
         if slot is None:
             slot = self.key_spend[(tenant, key_id)] = [0, 0]
-        slot[0] += tokens
-        slot[1] += micro_usd
+        return slot
 
     def collect(self):
         decisions = CounterMetricFamily("tokenward_decisions", "Requests by route, deciding stage and reason",
@@ -193,13 +195,21 @@ class GatewayMetrics:
                 yield GaugeMetricFamily("tokenward_cache_bytes", "Bytes held by the memory cache", value=size)
 
 
+def add_ns(slot: list[int], ns: int) -> None:
+    """One observation into a time histogram's slot (``stage_time``, ``upstream_head``)."""
+    slot[ns.bit_length()] += 1
+    slot[NS_TOTAL] += ns
+
+
 def _ns_buckets(slot: list[int]) -> tuple[list[tuple[str, float]], int]:
-    """Cumulative (le, count) pairs in seconds from a per-bucket nanosecond slot, and the count."""
-    buckets, running = [], 0
-    for bound, count in zip(STAGE_BUCKETS_NS, slot):
-        running += count
-        buckets.append((f"{bound / 1e9:g}", running))
-    running += slot[len(STAGE_BUCKETS_NS)]
+    """Cumulative (le, count) pairs in seconds from a time histogram's slot, and the count.
+    Bit length b holds the values of 2**(b-1) to 2**b - 1 ns, so the bucket up to
+    (2**b - 1) ns is everything through slot b."""
+    buckets, running, b = [], sum(slot[:EXPORTED_BITS.start]), EXPORTED_BITS.start
+    for b in EXPORTED_BITS:
+        running += slot[b]
+        buckets.append((str(((1 << b) - 1) / 1e9), running))
+    running += sum(slot[b + 1:NS_SLOTS])
     buckets.append(("+Inf", running))
     return buckets, running
 

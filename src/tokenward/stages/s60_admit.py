@@ -79,6 +79,8 @@ class AdmissionStage(BaseStage):
                         for name, m in config.models.items()}
         self._shared_store = admitter.shared.store.name
         self.jobs = JobBook(admitter)
+        # API key id -> its [tokens, micro-USD] charged, the slot the metrics export
+        self._key_slots: dict[str, list[int]] = {}
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         principal = ctx.principal
@@ -199,16 +201,26 @@ class AdmissionStage(BaseStage):
         else:
             tokens, cost, mode = 0, 0, policy.SETTLE
         self.admitter.settle_soon(ticket, tokens, cost, mode)
-        principal = ctx.principal
-        # by API key; the tenant's JWT callers together, as "jwt" (a series per end user
-        # would be unbounded, and a subject may name a person)
-        METRICS.charged(principal.tenant, principal.key_id if principal.kind == "api_key" else "jwt", tokens, cost)
+        spent = self._key_slots.get(ctx.principal.key_id)
+        if spent is None:
+            spent = self._key_slot(ctx.principal)
+        spent[0] += tokens
+        spent[1] += cost
         if isinstance(record, dict):
             charged = tokens if mode == policy.SETTLE else reservation.tokens
             record["actual"] = tokens if mode == policy.SETTLE else None
             record["refunded"] = max(reservation.tokens - charged, 0)
             record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
 
+
+    def _key_slot(self, principal) -> list[int]:
+        """Where a settle adds what a key was charged. The tenant's JWT callers share one
+        slot, ``key_id="jwt"``: a series per end user would grow without bound, and a
+        subject may name a person."""
+        if principal.kind != "api_key":
+            return METRICS.key_slot(principal.tenant, "jwt")
+        slot = self._key_slots[principal.key_id] = METRICS.key_slot(principal.tenant, principal.key_id)
+        return slot
 
     def _job_ended(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
         run = ctx.job

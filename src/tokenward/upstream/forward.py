@@ -22,7 +22,7 @@ import msgspec
 
 from ..config.schema import StreamConfig
 from ..errors import Reason, Refusal
-from ..observe.metrics import METRICS
+from ..observe.metrics import add_ns
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Exit, ExitKind
 from ..reconcile.usage import UNKNOWN, Usage, from_reported
@@ -121,7 +121,7 @@ class Forwarder:
                 resp = await target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
             except UpstreamError as exc:
                 return await _answer_failure(ctx, exc, "answer")
-            METRICS.backend_answered(target.upstream_name, call.stream, perf_counter_ns() - sent)
+            add_ns(target.answered[call.stream], perf_counter_ns() - sent)
             ctx.upstream_status = resp.status
             try:
                 if resp.status >= 400:

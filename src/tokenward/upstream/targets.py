@@ -12,6 +12,7 @@ import ssl
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
+from ..observe.metrics import METRICS
 from .client import UpstreamPool
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -45,13 +46,15 @@ class HeaderAllowlist:
 
 class Target:
     __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
-                 "read_timeout", "request_id_header", "request_id_format", "output_counter")
+                 "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered")
 
     def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
                  read_timeout: float, up: UpstreamConfig | None = None, output_counter=None) -> None:
         self.model = model
         self.upstream_name = upstream_name
+        # the upstream's time-to-answer histogram slots (whole, stream): observe/metrics.py
+        self.answered = METRICS.upstream_slots(upstream_name)
         self.pool = pool
         self.backend_model = backend_model
         self.auth_headers = auth_headers
