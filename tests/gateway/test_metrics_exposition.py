@@ -3,6 +3,7 @@ time as a histogram, the backend's time to answer, and what each API key was cha
 
 from __future__ import annotations
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.budget.gateway_helpers import backend, budget_config, chat, in_process
@@ -27,22 +28,32 @@ async def _scrape(gw) -> dict[str, list]:
     return _samples(response.text)
 
 
-async def test_stage_histograms_agree_with_the_counters_and_the_records(tmp_path):
+def _moved(before: dict[str, list], after: dict[str, list], name: str, **labels: str) -> float:
+    """What this test added: the metrics are the process's, shared with earlier tests."""
+    return _value(after, name, **labels) - _value(before, name, **labels)
+
+
+@pytest.fixture
+async def gw(tmp_path):
+    """A gateway with /metrics exposed, a priced model and a budget that refuses nothing."""
     async with backend() as mock:
         path = budget_config(tmp_path, mock.port, server={"expose_metrics": True}, tpm=1_000_000)
-        async with in_process(path) as gw:
-            key = await gw.new_key()
-            before = await _scrape(gw)
-            for _ in range(4):
-                assert (await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=key)
-                        ).status_code == 200
-            refused = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20))  # no credentials
-            assert refused.status_code == 401
-            records = await gw.wait_decisions(5)
-            after = await _scrape(gw)
+        async with in_process(path) as running:
+            yield running
+
+
+async def test_stage_histograms_agree_with_the_counters_and_the_records(gw):
+    key = await gw.new_key()
+    before = await _scrape(gw)
+    for _ in range(4):
+        assert (await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=key)).status_code == 200
+    refused = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20))  # no credentials
+    assert refused.status_code == 401
+    records = await gw.wait_decisions(5)
+    after = await _scrape(gw)
 
     def moved(name: str, **labels: str) -> float:
-        return _value(after, name, **labels) - _value(before, name, **labels)
+        return _moved(before, after, name, **labels)
 
     for stage in ("edge", "identity", "admission", "forward"):
         times_s = [r["stages_us"][stage] / 1e6 for r in records if stage in r["stages_us"]]
@@ -59,21 +70,17 @@ async def test_stage_histograms_agree_with_the_counters_and_the_records(tmp_path
             assert held == sum(t <= float(le) for t in times_s), (stage, le)
 
 
-async def test_the_backends_time_to_answer_is_a_histogram_per_upstream(tmp_path):
-    async with backend() as mock:
-        path = budget_config(tmp_path, mock.port, server={"expose_metrics": True}, tpm=1_000_000)
-        async with in_process(path) as gw:
-            key = await gw.new_key()
-            before = await _scrape(gw)
-            slow = {**key, "x-mock-delay-ms": "300"}
-            assert (await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=slow)
-                    ).status_code == 200
-            streamed = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20, stream=True), headers=key)
-            assert streamed.status_code == 200
-            after = await _scrape(gw)
+async def test_the_backends_time_to_answer_is_a_histogram_per_upstream(gw):
+    key = await gw.new_key()
+    before = await _scrape(gw)
+    slow = {**key, "x-mock-delay-ms": "300"}
+    assert (await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20), headers=slow)).status_code == 200
+    streamed = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=20, stream=True), headers=key)
+    assert streamed.status_code == 200
+    after = await _scrape(gw)
 
     def moved(name: str, **labels: str) -> float:
-        return _value(after, name, **labels) - _value(before, name, **labels)
+        return _moved(before, after, name, **labels)
 
     whole = {"upstream": "mock", "stream": "false"}
     assert moved("tokenward_upstream_response_seconds_count", **whole) == 1
@@ -85,25 +92,22 @@ async def test_the_backends_time_to_answer_is_a_histogram_per_upstream(tmp_path)
     assert moved("tokenward_upstream_response_seconds_count", upstream="mock", stream="true") == 1
 
 
-async def test_each_key_is_charged_what_its_requests_settled_to(tmp_path):
+async def test_each_key_is_charged_what_its_requests_settled_to(gw):
     """Two keys of one tenant: each key's tokens and USD equal its own requests' settled usage
     at the model's prices (1 USD per million prompt tokens, 2 per million completion)."""
-    async with backend() as mock:
-        path = budget_config(tmp_path, mock.port, server={"expose_metrics": True}, tpm=1_000_000)
-        async with in_process(path) as gw:
-            one, two = await gw.new_key(), await gw.new_key()
-            used = {}
-            for key, times in ((one, 3), (two, 1)):
-                prompt = completion = 0
-                for _ in range(times):
-                    reply = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=30), headers=key)
-                    usage = reply.json()["usage"]
-                    prompt += usage["prompt_tokens"]
-                    completion += usage["completion_tokens"]
-                used[key["authorization"]] = (prompt, completion)
-            await gw.settled()
-            records = await gw.wait_decisions(4)
-            samples = await _scrape(gw)
+    one, two = await gw.new_key(), await gw.new_key()
+    used = {}
+    for key, times in ((one, 3), (two, 1)):
+        prompt = completion = 0
+        for _ in range(times):
+            reply = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=30), headers=key)
+            usage = reply.json()["usage"]
+            prompt += usage["prompt_tokens"]
+            completion += usage["completion_tokens"]
+        used[key["authorization"]] = (prompt, completion)
+    await gw.settled()
+    records = await gw.wait_decisions(4)
+    samples = await _scrape(gw)
     key_ids = sorted({r["key_id"] for r in records})
     assert len(key_ids) == 2
     per_key = {r["key_id"]: 0 for r in records}
