@@ -21,7 +21,7 @@ from .http.disconnect import DisconnectWatch
 from .http.responses import send_json, send_refusal
 from .http.routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
-from .observe.metrics import METRICS, send_metrics
+from .observe.metrics import METRICS, send_metrics, start_shared
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
 from .services import Services
@@ -55,6 +55,7 @@ class Gateway:
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
+        await start_shared()   # with several workers: listen for the others' scrapes
         admin = self.services.extras.get("admin")
         if admin is not None:
             admin.actions["reload"] = self._reload

@@ -48,3 +48,47 @@ def test_several_workers_on_the_memory_store_are_refused(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("--workers: 3 workers need a shared budget store")
     assert subprocess.run([sys.executable, "-m", "tokenward", "check-config", "--config", str(one)],
                           capture_output=True, text=True, timeout=60, cwd=tmp_path).returncode == 0
+
+
+async def test_a_scrape_counts_every_workers_requests(tmp_path, redis_server):
+    """Each worker counts in its own memory and the kernel gives a scrape to one of them: the
+    one that answers sums them all, fresh, so every scrape sees every request, whichever
+    worker it reaches, and no counter goes back between scrapes."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def admitted(text: str) -> float:
+        samples = [s for f in text_string_to_metric_families(text) for s in f.samples]
+        ok = sum(s.value for s in samples if s.name == "tokenward_decisions_total" and s.labels["reason"] == "ok"
+                 and s.labels["route"] == "/v1/chat/completions")
+        forwarded = [s.value for s in samples if s.name == "tokenward_stage_duration_seconds_count"
+                     and s.labels["stage"] == "forward"]
+        assert forwarded == [ok]              # one histogram series, summed over the workers
+        return ok
+
+    async with mock_server() as (mock, port):
+        config = write_config(tmp_path / "gw.yaml", f"http://127.0.0.1:{port}/v1",
+                              server={"workers": 2, "expose_metrics": True}, store={"url": redis_server.url})
+        key = create_key(config)
+        gateway = await asyncio.to_thread(Serving, config, tmp_path)
+        try:
+            sent, prefixes, seen = 0, set(), []
+            for round_ in range(3):
+                for _ in range(12):   # a new connection each time: the kernel picks a worker
+                    async with httpx.AsyncClient() as http:
+                        resp = await http.post(gateway.url + "/v1/chat/completions", headers={
+                            "authorization": f"Bearer {key}"}, json={
+                            "model": "small-chat", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+                    assert resp.status_code == 200
+                    prefixes.add(resp.headers["x-request-id"][:12])
+                    sent += 1
+                for _ in range(6):
+                    async with httpx.AsyncClient() as http:
+                        scraped = await http.get(gateway.url + "/metrics")
+                    assert scraped.status_code == 200
+                    prefixes.add(scraped.headers.get("x-request-id", "")[:12])
+                    seen.append(admitted(scraped.text))
+                    assert seen[-1] == sent, (round_, seen)
+            assert len(prefixes - {""}) == 2, prefixes
+            assert seen == sorted(seen)
+        finally:
+            gateway.stop()

@@ -119,3 +119,45 @@ async def test_each_key_is_charged_what_its_requests_settled_to(gw):
     total_usd = sum(-(-(p * 1000 + c * 2000) // 1000) / 1e6 for p, c in used.values())
     charged_usd = sum(_value(samples, "tokenward_key_spend_usd_total", tenant="acme", key_id=k) for k in key_ids)
     assert abs(charged_usd - total_usd) < 1e-9 and charged_usd > 0
+
+
+def test_workers_expositions_merge_into_one():
+    """What a scrape answers for several workers (observe/shared_metrics.py): counters and
+    histograms summed sample by sample, a series only one worker has kept, the controls in
+    force (shared state, the same in every worker) not multiplied, the store down if any
+    worker sees it down."""
+    from tokenward.observe.shared_metrics import merge
+
+    one = """# HELP tokenward_decisions_total Requests
+# TYPE tokenward_decisions_total counter
+tokenward_decisions_total{route="/v1/chat/completions",stage="forward",reason="ok",tenant="acme"} 3.0
+# HELP tokenward_stage_duration_seconds Time
+# TYPE tokenward_stage_duration_seconds histogram
+tokenward_stage_duration_seconds_bucket{stage="edge",le="0.001"} 2.0
+tokenward_stage_duration_seconds_bucket{stage="edge",le="+Inf"} 3.0
+tokenward_stage_duration_seconds_count{stage="edge"} 3.0
+tokenward_stage_duration_seconds_sum{stage="edge"} 0.5
+# HELP tokenward_controls_active Controls
+# TYPE tokenward_controls_active gauge
+tokenward_controls_active{kind="pause",shadow="false"} 2.0
+# HELP tokenward_budget_store_up Up
+# TYPE tokenward_budget_store_up gauge
+tokenward_budget_store_up 1.0
+"""
+    two = one.replace("} 3.0\n# HELP tokenward_stage", "} 4.0\n# HELP tokenward_stage").replace(
+        "tokenward_budget_store_up 1.0", "tokenward_budget_store_up 0.0").replace(
+        'tenant="acme"} 4.0', 'tenant="acme"} 4.0\ntokenward_decisions_total{route="/v1/chat/completions",'
+                              'stage="admission",reason="token_budget",tenant="acme"} 1.0')
+    merged = {(s.name, tuple(sorted(s.labels.items()))): s.value
+              for f in text_string_to_metric_families(merge([one, two]).decode()) for s in f.samples}
+    ok = ("tokenward_decisions_total", (("reason", "ok"), ("route", "/v1/chat/completions"), ("stage", "forward"),
+                                        ("tenant", "acme")))
+    assert merged[ok] == 7.0
+    assert merged[("tokenward_decisions_total", (("reason", "token_budget"), ("route", "/v1/chat/completions"),
+                                                 ("stage", "admission"), ("tenant", "acme")))] == 1.0
+    assert merged[("tokenward_stage_duration_seconds_bucket", (("le", "0.001"), ("stage", "edge")))] == 4.0
+    assert merged[("tokenward_stage_duration_seconds_bucket", (("le", "+Inf"), ("stage", "edge")))] == 6.0
+    assert merged[("tokenward_stage_duration_seconds_sum", (("stage", "edge"),))] == 1.0
+    assert merged[("tokenward_controls_active", (("kind", "pause"), ("shadow", "false")))] == 2.0
+    assert merged[("tokenward_budget_store_up", ())] == 0.0
+    assert merge([one]).decode().count("tokenward_decisions_total{") == 1

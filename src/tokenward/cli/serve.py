@@ -8,17 +8,21 @@ pass check-config's checks is refused before this, with exit code 2: cli/main.py
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import resource
 import select
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 from pathlib import Path
 from typing import Callable, NoReturn
 
 from ..config.schema import Config
+from ..observe.metrics import share_with_workers
 from .demo_key import demo_key
 
 log = logging.getLogger("tokenward")
@@ -250,6 +254,10 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
     with some workers dead would answer some connections and not others), and if any
     failed it stops the rest and prints that one reason."""
     reports, report_w = os.pipe()
+    # where the workers meet to answer a scrape together (observe/shared_metrics.py)
+    shared = tempfile.mkdtemp(prefix="tokenward-metrics-")
+    atexit.register(shutil.rmtree, shared, True)
+    share_with_workers(shared)
     sys.stdout.flush()
     sys.stderr.flush()
     children = [_fork_worker(config, sock, reports, report_w, config_path) for _ in range(workers)]

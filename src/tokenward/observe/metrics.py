@@ -224,8 +224,26 @@ def register(collector) -> None:
     _REGISTRY.register(collector)
 
 
+# Set in each worker of `tokenward serve --workers N`: a scrape then answers for them all
+# (observe/shared_metrics.py).
+SHARED = None
+
+
+def share_with_workers(directory: str) -> None:
+    global SHARED
+    from .shared_metrics import WorkerMetrics
+
+    SHARED = WorkerMetrics(directory, _REGISTRY)
+
+
+async def start_shared() -> None:
+    """Once per process, from the app's start-up (a reload's new app finds it started)."""
+    if SHARED is not None and not SHARED.started:
+        await SHARED.start()
+
+
 async def send_metrics(send) -> None:
-    body = generate_latest(_REGISTRY)
+    body = await SHARED.exposition() if SHARED is not None else generate_latest(_REGISTRY)
     await send({"type": "http.response.start", "status": 200,
                 "headers": [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
                             (b"content-length", str(len(body)).encode())]})
