@@ -44,6 +44,25 @@ def paused_redis():
 
 
 async def test_a_200_ms_pause_fails_calls_alone_and_loses_nothing(tmp_path, paused_redis):
+    """Every run must keep the budget exact and refuse only as it should. The timing bound
+    (0.15 s plus the loop's measured hold-up) says something only while the hold-up is
+    small: at 50 ms or more it would let a call that waited out the whole 200 ms pause
+    pass. So a run on a host that held the loop that long is run again, up to three times,
+    and the test fails if none was quiet enough to time."""
+    lags = []
+    for attempt in range(3):
+        run_dir = tmp_path / f"run{attempt}"
+        run_dir.mkdir()
+        flush(paused_redis)
+        lags.append(await _pause_under_load(run_dir, paused_redis))
+        if lags[-1] < 0.05:
+            return
+    raise AssertionError(f"the event loop was held up {[round(lag, 3) for lag in lags]} s in three runs: "
+                         "too busy a host to time the pause")
+
+
+async def _pause_under_load(tmp_path, paused_redis) -> float:
+    """One run; asserts everything but how long the host held the loop, and returns that."""
     async with backend() as mock:
         config = budget_config(tmp_path, mock.port, paused_redis.url, tpm=TPM, max_output=20,
                                store={"timeout_ms": 50})   # the default: well under the pause
@@ -113,7 +132,6 @@ async def test_a_200_ms_pause_fails_calls_alone_and_loses_nothing(tmp_path, paus
     bound = 0.15 + lag[0]
     late = [(round(sent - stopped, 3), round(done - sent, 3)) for sent, done, _, _ in refused if done - sent >= bound]
     assert not late, (late, round(lag[0], 3))
-    assert lag[0] < 0.05, f"the event loop was held up {lag[0]:.3f} s: too busy a host to time the pause"
     # after SIGCONT, admitted again within the breaker's ceiling (250 ms), and no refusal after
     assert any(resumed < sent < resumed + 0.3 for sent, _, status, _ in admitted)
     assert all(sent < resumed + 0.3 for sent, _, status, _ in refused), "refusals long after the pause"
@@ -122,6 +140,17 @@ async def test_a_200_ms_pause_fails_calls_alone_and_loses_nothing(tmp_path, paus
     assert left is not None and TPM - left[0] // SCALE == used
     assert leases == 0
     assert reconnects == 0      # the connection rode out the pause
+    return lag[0]
+
+
+def flush(server: RedisServer) -> None:
+    """An empty Redis for the next run (its budget counted from the full amount again)."""
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.connect(server.socket_path)
+        sock.sendall(b"FLUSHALL\r\n")
+        assert sock.recv(64) == b"+OK\r\n"
 
 
 def total_connections(server: RedisServer) -> int:

@@ -212,7 +212,6 @@ class AdmissionStage(BaseStage):
             record["refunded"] = max(reservation.tokens - charged, 0)
             record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
 
-
     def _key_slot(self, principal) -> list[int]:
         """Where a settle adds what a key was charged. The tenant's JWT callers share one
         slot, ``key_id="jwt"``: a series per end user would grow without bound, and a
