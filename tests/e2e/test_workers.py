@@ -92,3 +92,34 @@ async def test_a_scrape_counts_every_workers_requests(tmp_path, redis_server):
             assert seen == sorted(seen)
         finally:
             gateway.stop()
+
+
+async def test_the_status_page_counts_every_workers_refusals(tmp_path, redis_server):
+    """With no abuse store the status page's refusals of the last minutes are this replica's
+    own: with two workers, both of theirs, whichever worker serves the page."""
+    async with mock_server() as (mock, port):
+        config = write_config(tmp_path / "gw.yaml", f"http://127.0.0.1:{port}/v1",
+                              server={"workers": 2}, store={"url": redis_server.url})
+        key = create_key(config)
+        gateway = await asyncio.to_thread(Serving, config, tmp_path)
+        try:
+            prefixes = set()
+            for _ in range(16):   # a model the plan does not have: refused at entitlement
+                async with httpx.AsyncClient() as http:
+                    resp = await http.post(gateway.url + "/v1/chat/completions", headers={
+                        "authorization": f"Bearer {key}"}, json={
+                        "model": "other-model", "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]})
+                assert resp.status_code in (400, 403, 404), resp.text
+                prefixes.add(resp.headers["x-request-id"][:12])
+            assert len(prefixes) == 2, prefixes          # both workers refused some
+            reason = resp.json()["error"]["code"]
+            for _ in range(6):
+                async with httpx.AsyncClient() as http:
+                    status = await http.get(gateway.url + "/admin/status.json",
+                                            headers={"authorization": "Bearer admin-secret"})
+                assert status.status_code == 200
+                body = status.json()
+                assert body["tenants"]["acme"]["refusals_scope"] == "this replica"
+                assert body["tenants"]["acme"]["refusals"] == {reason: 16}, body["tenants"]["acme"]["refusals"]
+        finally:
+            gateway.stop()

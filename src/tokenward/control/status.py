@@ -6,8 +6,10 @@ without a reload), ``GET /admin/status.json`` the same numbers for scripts.
 
 What every replica shares (the budget store, the controls, the abuse signals' per-minute
 counts) is shown for the whole service; the rest (screening, cache, refusals when no abuse
-signals run) is this replica's own, and says so. Nothing here is a key, a prompt or an
-address: tenants, key ids, reasons and counts.
+signals run) is this replica's own, and says so: with several workers, all of them (the
+counts of the scrape they answer together, observe/shared_metrics.py). Open requests are
+the answering worker's ("here"). Nothing here is a key, a prompt or an address: tenants,
+key ids, reasons and counts.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import time
 from typing import Any
 
 import msgspec
+from prometheus_client.parser import text_string_to_metric_families
 
 from ..budget import policy
 from ..budget.limits import Budgets
 from ..config.loader import effective_plan
+from ..observe import metrics
 from ..observe.metrics import METRICS
 from .status_html import page, tenants_fragment
 
@@ -51,16 +55,18 @@ class StatusPage:
             now = self.runtime.now()
             window = self.config.control.status_window_s
             events = await self._events(now, window)
-            local = self._local_refusals(window)
+            decisions, lookups, screened = await _counts()
+            local = self._local_refusals(window, decisions)
             tenants = {}
             for tenant in sorted(self.config.tenants):
-                tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}))
-            body = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(),
+                tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}),
+                                                     _cache(tenant, lookups))
+            body = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(screened),
                     "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
             self._cached = (time.monotonic(), body)
             return body
 
-    async def _tenant(self, tenant: str, now: float, shared: dict | None, local: dict) -> dict:
+    async def _tenant(self, tenant: str, now: float, shared: dict | None, local: dict, cache: dict) -> dict:
         open_here, streaming_here = self.runtime.open.counts(tenant)
         refusals = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("r:")} if shared is not None else local
         screening = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("s:")}
@@ -68,7 +74,7 @@ class StatusPage:
         return {"budget": await self._budget(tenant, now), "open_here": open_here, "streaming_here": streaming_here,
                 "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])),
                 "refusals_scope": "all replicas" if shared is not None else "this replica",
-                "screening": screening, "controls": controls, "cache": _cache(tenant)}
+                "screening": screening, "controls": controls, "cache": cache}
 
     async def _budget(self, tenant: str, now: float) -> list[dict]:
         admitter = self.services.extras.get("budget")
@@ -93,9 +99,9 @@ class StatusPage:
         except Exception:
             return {}
 
-    def _local_refusals(self, window: float) -> dict[str, dict[str, int]]:
+    def _local_refusals(self, window: float, decisions: dict) -> dict[str, dict[str, int]]:
         totals: dict[tuple[str, str], int] = {}
-        for (route, stage, reason, tenant), count in list(METRICS.decisions.items()):
+        for (route, stage, reason, tenant), count in list(decisions.items()):
             if reason != "ok" and tenant:
                 totals[(tenant, reason)] = totals.get((tenant, reason), 0) + count
         at = time.monotonic()
@@ -152,16 +158,37 @@ def _unit(check) -> str:
             policy.SLOT: "open requests"}.get(check.unit, "")
 
 
-def _cache(tenant: str) -> dict:
-    hits = METRICS.cache.get((tenant, "hit"), 0)
-    misses = METRICS.cache.get((tenant, "miss"), 0)
+async def _counts() -> tuple[dict, dict, dict]:
+    """(decisions, cache lookups, screening outcomes), keyed as METRICS keeps them: this
+    process's, or with several workers all of theirs, from the scrape they answer together."""
+    shared = metrics.SHARED
+    if shared is None:
+        return METRICS.decisions, METRICS.cache, METRICS.screening
+    decisions: dict = {}
+    lookups: dict = {}
+    screened: dict = {}
+    for family in text_string_to_metric_families((await shared.exposition()).decode()):
+        for sample in family.samples:
+            labels, value = sample.labels, int(sample.value)
+            if sample.name == "tokenward_decisions_total":
+                decisions[(labels["route"], labels["stage"], labels["reason"], labels["tenant"])] = value
+            elif sample.name == "tokenward_cache_total":
+                lookups[(labels["tenant"], labels["outcome"])] = value
+            elif sample.name == "tokenward_screening_total":
+                screened[(labels["kind"], labels["detector"], labels["outcome"], labels["shadow"])] = value
+    return decisions, lookups, screened
+
+
+def _cache(tenant: str, lookups: dict) -> dict:
+    hits = lookups.get((tenant, "hit"), 0)
+    misses = lookups.get((tenant, "miss"), 0)
     looked = hits + misses
     return {"hits": hits, "misses": misses, "hit_rate": round(hits / looked, 3) if looked else None}
 
 
-def _screening() -> dict[str, int]:
+def _screening(screened: dict) -> dict[str, int]:
     out: dict[str, int] = {}
-    for (kind, detector, outcome, shadow), count in list(METRICS.screening.items()):
+    for (kind, detector, outcome, shadow), count in list(screened.items()):
         name = f"{kind}:{outcome}" + (" (shadow)" if shadow == "true" else "")
         out[name] = out.get(name, 0) + count
     return out
