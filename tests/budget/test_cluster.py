@@ -146,7 +146,14 @@ async def test_a_failed_primary_is_replaced_by_its_replica_and_the_store_follows
                       if cluster.node_of(tenant_namespace("tw", f"tenant{i}")) == victim)
         layout = layout_for(tenant)
         assert (await store.reserve([reserve(layout, "before", 1_700_000_000_000, [100, 1])]))[0].ok
-        _command(victim, "WAIT", "1", "2000")     # the replica has the reservation
+        # the replica has the reservation before its primary dies: replication is
+        # asynchronous, and WAIT from another connection (no writes of its own) answers at
+        # once, so the replica's acknowledged offset is watched until it reaches the primary's
+        wanted = _replication(victim)["master_repl_offset"]
+        deadline = time.monotonic() + 20
+        while _replication(victim).get("replica_offset", -1) < wanted:
+            assert time.monotonic() < deadline, "the replica never caught up with the reservation"
+            await asyncio.sleep(0.05)
         cluster.kill(victim)
         deadline = time.monotonic() + 20
         while True:
@@ -160,6 +167,18 @@ async def test_a_failed_primary_is_replaced_by_its_replica_and_the_store_follows
             == [SETTLED, SETTLED]
         assert await store.open_reservations(layout.leases_key) == 0
         await store.close()
+
+
+def _replication(port: int) -> dict[str, int]:
+    """A primary's replication offset, and its (first) replica's acknowledged one."""
+    out: dict[str, int] = {}
+    for line in _command(port, "INFO", "replication").splitlines():
+        if line.startswith("master_repl_offset:"):
+            out["master_repl_offset"] = int(line.split(":", 1)[1])
+        elif line.startswith("slave0:"):
+            fields = dict(part.split("=", 1) for part in line.split(":", 1)[1].split(","))
+            out["replica_offset"] = int(fields["offset"])
+    return out
 
 
 async def test_a_dead_node_refuses_only_the_tenants_whose_slots_it_holds():
