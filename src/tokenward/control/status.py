@@ -20,7 +20,6 @@ import time
 from typing import Any
 
 import msgspec
-from prometheus_client.parser import text_string_to_metric_families
 
 from ..budget import policy
 from ..budget.limits import Budgets
@@ -167,7 +166,7 @@ async def _counts() -> tuple[dict, dict, dict]:
     decisions: dict = {}
     lookups: dict = {}
     screened: dict = {}
-    for family in text_string_to_metric_families((await shared.exposition()).decode()):
+    for family in await shared.families():
         for sample in family.samples:
             labels, value = sample.labels, int(sample.value)
             if sample.name == "tokenward_decisions_total":

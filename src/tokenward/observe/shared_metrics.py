@@ -70,15 +70,6 @@ class WorkerMetrics:
         self._transport, _ = await loop.create_datagram_endpoint(lambda: _Asked(self), sock=sock)
         self.snapshot()
 
-    def close(self) -> None:
-        if self._transport is not None:
-            self._transport.close()
-            self._transport = None
-            try:
-                os.unlink(self._path(self.pid, ".sock"))
-            except OSError:
-                pass
-
     def snapshot(self) -> None:
         """This worker's exposition, written whole and renamed into place."""
         text = generate_latest(self.registry)
@@ -88,13 +79,17 @@ class WorkerMetrics:
         os.replace(partial, self._path(self.pid, ".prom"))
 
     async def exposition(self) -> bytes:
-        """Every worker's numbers, summed; this worker's fresh, the others' as fresh as they
+        """Every worker's numbers, summed, in Prometheus' text format."""
+        return render(await self.families())
+
+    async def families(self) -> list[Metric]:
+        """Every worker's numbers, summed: this worker's fresh, the others' as fresh as they
         answer within WAIT_S."""
         try:
             self.snapshot()
         except OSError as exc:   # the directory is gone (the parent is stopping): this worker's own
             log.warning("metrics: cannot write this worker's snapshot (%s); answering with its own numbers", exc)
-            return generate_latest(self.registry)
+            return list(self.registry.collect())
         asked: dict[int, tuple[int, int]] = {}
         with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as out:
             out.setblocking(False)
@@ -119,7 +114,7 @@ class WorkerMetrics:
                     texts.append(f.read().decode())
             except OSError:
                 continue
-        return merge(texts)
+        return merged(texts)
 
     def _peers(self) -> list[int]:
         pids = []
@@ -154,6 +149,17 @@ class _Asked(asyncio.DatagramProtocol):
 
 
 def merge(texts: list[str]) -> bytes:
+    """Expositions of the same registry in several processes, as one exposition."""
+    return render(merged(texts))
+
+
+def render(families: list[Metric]) -> bytes:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(_Fixed(families))
+    return generate_latest(registry)
+
+
+def merged(texts: list[str]) -> list[Metric]:
     """Expositions of the same registry in several processes, as one: each sample summed over
     them (LARGEST and SMALLEST excepted), families and samples in first-seen order."""
     families: dict[str, Metric] = {}
@@ -177,9 +183,7 @@ def merge(texts: list[str]) -> bytes:
     for name, family in families.items():
         for (sample_name, _), (labels, value) in values[name].items():
             family.add_sample(sample_name, labels, value)
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Fixed(list(families.values())))
-    return generate_latest(registry)
+    return list(families.values())
 
 
 class _Fixed:
