@@ -29,6 +29,14 @@ from .upstream.forward import Forwarder
 
 log = logging.getLogger("tokenward")
 
+# route_denied on a route the gateway has but was not told to serve: how to turn it on.
+_NOT_SERVED = {
+    "/metrics": "route /metrics is not served by this gateway: set server.expose_metrics: true to serve "
+                "Prometheus metrics here (README, Operations)",
+    "/admin/": "is not served by this gateway: the admin API needs admin.token_env naming an environment "
+               "variable that holds the admin token, set where the gateway starts",
+}
+
 
 class Gateway:
     def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None) -> None:
@@ -47,8 +55,7 @@ class Gateway:
         self._forwarder: Forwarder | None = None
         self._models = ModelList(config)
         self._metrics_public = config.server.expose_metrics
-        self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json")
-                                    + (("/metrics",) if config.server.expose_metrics else ()))
+        self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json", "/metrics"))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observe = None
 
@@ -127,13 +134,17 @@ class Gateway:
         elif path == "/readyz":
             await self._readyz(send)
         elif path == "/metrics":
+            if not self._metrics_public:
+                await send_refusal(send, Refusal(Reason.route_denied, _NOT_SERVED["/metrics"]),
+                                   self._next_id().encode())
+                return True
             await send_metrics(send)
         elif path.startswith("/v1/jobs"):
             await self._jobs(scope, receive, send)
         else:
             admin = self.services.extras.get("admin")
             if admin is None:
-                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} is not served by this gateway"),
+                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} {_NOT_SERVED['/admin/']}"),
                                    self._next_id().encode())
             else:
                 await admin(scope, receive, send)
@@ -154,12 +165,20 @@ class Gateway:
         await api(scope, receive, send, self._next_id())
 
     async def _readyz(self, send) -> None:
-        """Ready once started and while every required upstream answers its probe."""
+        """Ready once started and while every required upstream and the budget store answer."""
         if self.runner is None or not self.services.ready or self.services.health is None:
             await send_json(send, 503, STARTING, self._next_id().encode())
             return
         ready, upstreams = await self.services.health.report()
-        body = msgspec.json.encode({"status": "ok" if ready else "unavailable", "upstreams": upstreams})
+        stores = await self.services.health.stores()   # budget_store: named while it cannot be reached
+        failing = [name for name, probe in stores.items() if not probe["healthy"]]
+        ready = ready and not failing
+        answer = {"status": "ok" if ready else "unavailable", "upstreams": upstreams}
+        if stores:
+            answer["stores"] = stores
+        if failing:
+            answer["unavailable"] = failing
+        body = msgspec.json.encode(answer)
         await send_json(send, 200 if ready else 503, body, self._next_id().encode())
 
     async def _reload(self) -> dict:

@@ -49,7 +49,16 @@ class Services:
         self.health = UpstreamHealth(self.config, self.targets)
         self.decisions = open_decision_log(self.config.logging.decisions)
         self.stages = await self._build_stages()
+        self._probe_stores()
         self.ready = True
+
+    def _probe_stores(self) -> None:
+        """/readyz probes the shared budget store (one cheap read), which every request needs."""
+        admitter = self.extras.get("budget")
+        store = admitter.shared.store if admitter is not None else None
+        if store is not None and hasattr(store, "open_reservations") and admitter.shared.breaker is not None:
+            key = f"{self.config.store.key_prefix}:readyz"
+            self.health.add_store("budget_store", lambda: store.open_reservations(key))
 
     async def stop(self) -> None:
         self.ready = False
@@ -86,9 +95,24 @@ class Services:
                 continue
             module_name, factory_name = spec.split(":")
             factory = getattr(importlib.import_module(module_name), factory_name)
-            stage = factory(self)
-            if hasattr(stage, "__await__"):
-                stage = await stage
+            try:
+                stage = factory(self)
+                if hasattr(stage, "__await__"):
+                    stage = await stage
+            except Exception as exc:
+                _name_the_store(slot, self.config, exc)
+                raise
             if stage is not None:
                 stages.append(stage)
         return stages
+
+
+def _name_the_store(slot: str, config: Config, exc: Exception) -> None:
+    """A stage that opens a store failed to start: one line naming the store and its URL
+    (without the password) and why, rather than a bare errno (config/stores.py)."""
+    from .config.stores import StoreStartError, failure, opened_by
+    from .errors import ConfigError
+
+    store = opened_by(slot, config)
+    if store is not None and not isinstance(exc, (ConfigError, StoreStartError)):
+        raise StoreStartError(failure(store, exc)) from exc

@@ -52,6 +52,20 @@ def test_sdk_streaming_chat(quickstart):
     assert text.count("tok") == 7
 
 
+def test_sdk_code_without_max_tokens_works_on_the_quickstart(quickstart):
+    """Most SDK code leaves max_tokens out: the quickstart's plan fills its default
+    (default_max_tokens) and the answer says what it set."""
+    url, key = quickstart
+    client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)
+    raw = client.chat.completions.with_raw_response.create(
+        model="small-chat", messages=[{"role": "user", "content": "Say hello"}])
+    assert raw.headers["x-tokenward-max-tokens"] == "256"
+    assert raw.parse().choices[0].message.content
+    clamped = client.chat.completions.with_raw_response.create(
+        model="small-chat", max_tokens=1_000_000, messages=[{"role": "user", "content": "hi"}])
+    assert clamped.headers["x-tokenward-max-tokens"] == "1024"
+
+
 def test_sdk_sees_refusals_as_its_usual_exceptions(quickstart):
     url, key = quickstart
     client = openai.OpenAI(base_url=url + "/v1", api_key=key, max_retries=0)

@@ -46,7 +46,10 @@ def serve(
     workers: Optional[int] = typer.Option(None, help="worker processes (default: server.workers)"),
 ) -> None:
     """Run the gateway. Exit 2: the config is refused (the same checks as check-config);
-    exit 3: it could not start (port in use, a store or backend refused), one line on stderr."""
+    exit 3: it could not start (the port is taken, the key store cannot be opened), one line
+    on stderr. A budget store or backend that does not answer does not stop it: requests
+    are refused (budget_store_unavailable, upstream_unavailable) and /readyz is 503 naming
+    it until it answers. check-config --connect tries each of them first."""
     from .serve import serve as run
 
     cfg = _load_or_exit(config)
@@ -82,9 +85,15 @@ def _in_range(option: str, value: int) -> int:
 def check_config(
     config_arg: Optional[Path] = typer.Argument(None, metavar="[CONFIG]", help="YAML config file"),
     config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config file (or as the argument)"),
+    connect: bool = typer.Option(False, "--connect", help="also reach every store (key, budget, cache, abuse) "
+                                 "and every upstream, as serve would; exit 3 if one cannot be reached"),
 ) -> None:
-    """Validate a config with every check serve makes before it starts (no network I/O);
-    exit 2 naming the bad key."""
+    """Validate a config with every check serve makes before it starts (no network I/O
+    unless --connect); exit 2 naming the bad key. Warnings go to stderr and keep exit 0."""
+    import os
+
+    from ..config.verify import config_warnings
+
     if config_arg is not None and config is not None and config_arg != config:
         print("check-config: give the config file once (as an argument or with --config)", file=sys.stderr)
         raise typer.Exit(2)
@@ -93,7 +102,14 @@ def check_config(
         print("check-config: missing the config file (check-config --config FILE)", file=sys.stderr)
         raise typer.Exit(2)
     cfg = _load_or_exit(config)
+    for warning in config_warnings(cfg, os.environ):
+        print(f"{config}: warning: {warning}", file=sys.stderr)
     print(f"{config}: ok ({len(cfg.models)} models, {len(cfg.plans)} plans, {len(cfg.tenants)} tenants)")
+    if connect:
+        from .connect import connect_check
+
+        if not connect_check(cfg):
+            raise typer.Exit(3)
 
 
 @app.command("mock-upstream")

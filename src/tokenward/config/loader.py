@@ -57,10 +57,21 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
         return tuple(_convert(v, item_tp, f"{path}[{i}]") for i, v in enumerate(value))
     if origin is Literal:
         allowed = typing.get_args(tp)
+        if isinstance(value, bool):
+            value = _yaml_word(value, allowed)
         if value not in allowed:
             raise ConfigError(path, f"expected one of {', '.join(map(repr, allowed))}, got {value!r}")
         return value
     return _convert_leaf(value, tp, path)
+
+
+# YAML 1.1 reads a bare off/no/false (on/yes/true) as a boolean: where the schema means
+# one of these words, the word it was is taken back (``output: off`` is "off", not False).
+_YAML_WORDS = {False: ("off", "no", "false"), True: ("on", "yes", "true")}
+
+
+def _yaml_word(value: bool, allowed: tuple) -> object:
+    return next((word for word in _YAML_WORDS[value] if word in allowed), value)
 
 
 def _convert_union(value: Any, args: tuple, path: str) -> Any:

@@ -111,6 +111,10 @@ class PlanConfig(_Strict):
     models: tuple[str, ...] = ()
     max_context_tokens: int = 8192
     max_output_tokens: int = 1024
+    # Fills a request's missing output bound (max_tokens, max_completion_tokens,
+    # max_output_tokens), at most max_output_tokens; None: a missing bound is refused
+    # (max_tokens_required). The answer then carries x-tokenward-max-tokens.
+    default_max_tokens: int | None = None
     tokens_per_minute: int = 100_000
     max_concurrent_streams: int = 4
     allow_system_prompt: bool = True
@@ -339,6 +343,7 @@ RANGES: dict[type, dict[str, Bound]] = {
                          "structured_output_surcharge", "attachment_surcharge", "restricted_max_output_tokens"),
                         _NONNEG),
         "max_n": _ONE,                     # n defaults to 1: 0 would refuse every request
+        "default_max_tokens": _ONE,        # null: max_tokens is required
         "max_best_of": _NONNEG,            # 0 counts as 1 (best_of 1 needs no permission)
         "daily_spend_usd": _NONNEG,        # null: no cap; 0: nothing may be spent
         "monthly_spend_usd": _NONNEG,

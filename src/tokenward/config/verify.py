@@ -133,3 +133,33 @@ def _check_abuse(cfg: Config) -> None:
     except ImportError:
         raise ConfigError("abuse.campaign.enabled", "needs the datasketch package (pip install datasketch), "
                           "or set it to false") from None
+
+
+# Plan limits where 0 means "no limit", unlike every other limit, where 0 allows none of it
+# (daily_spend_usd: 0, max_tools: 0...): check-config says so wherever one is 0.
+ZERO_IS_UNLIMITED = ("tokens_per_minute", "requests_per_minute", "max_concurrent_streams")
+
+
+def config_warnings(cfg: Config, environ) -> list[str]:
+    """What check-config warns of: the config works, but not as its reader may think."""
+    found = []
+    env = cfg.admin.token_env
+    if env is not None and not environ.get(env):
+        found.append(f"admin.token_env: environment variable {env} is not set: /admin/* (the status page, "
+                     "keys, reload) answers route_denied until it is set where the gateway starts")
+    for name, plan in cfg.plans.items():
+        found += _zero_limits(f"plans.{name}", msgspec_fields(plan))
+    for name, tenant in cfg.tenants.items():
+        found += _zero_limits(f"tenants.{name}.overrides", tenant.overrides)
+    return found
+
+
+def msgspec_fields(struct) -> dict:
+    import msgspec
+
+    return msgspec.structs.asdict(struct)
+
+
+def _zero_limits(where: str, values: dict) -> list[str]:
+    return [f"{where}.{field}: 0 means no limit here (for the other limits, daily_spend_usd: 0 for one, "
+            "0 allows none)" for field in ZERO_IS_UNLIMITED if values.get(field) == 0]

@@ -81,6 +81,10 @@ class ValidationStage(BaseStage):
             ctx.note("normalized_texts", request.normalized_texts)
         if request.clamped:
             ctx.note("clamped", dict(request.clamped))
+        if request.max_tokens_set:   # the gateway set or clamped the output bound: say so
+            ctx.response_headers.append((b"x-tokenward-max-tokens", b"%d" % request.max_tokens_set))
+            if request.max_tokens_defaulted:
+                ctx.note("max_tokens_default", request.max_tokens_set)
         return None
 
 

@@ -4,8 +4,9 @@ Every multiplier a caller controls is bounded before any work is estimated, so n
 can fan out behind a small body (the vLLM advisories: ``n`` fanned out synchronously,
 each element of a ``prompt`` list or of ``prompt_embeds`` became an engine request):
 
-- ``max_tokens`` / ``max_completion_tokens``: required (``max_tokens_required``), then
-  clamped to ``plan.max_output_tokens`` (the body is rewritten, not refused);
+- ``max_tokens`` / ``max_completion_tokens``: required (``max_tokens_required``) unless the
+  plan has ``default_max_tokens``, which then fills ``max_tokens``; clamped to
+  ``plan.max_output_tokens`` (the body is rewritten, not refused);
 - ``n`` <= ``plan.max_n`` (``choices_limit``);
 - ``best_of`` > 1: refused unless ``plan.allow_best_of``, then <= ``plan.max_best_of``
   (``best_of_denied``) and >= ``n``; the candidate count is max(n, best_of);
@@ -36,18 +37,27 @@ _PROMPT_SHAPES = "a string, an array of strings, an array of token ids, or an ar
 
 
 def clamp_output(req: Any, plan: PlanConfig, findings: Findings, fields: tuple[str, ...]) -> int:
-    """The clamped output cap per choice; rewrites each field set above the plan's cap."""
+    """The clamped output cap per choice; rewrites each field set above the plan's cap, and
+    fills a missing bound with ``plan.default_max_tokens`` (capped too) when it has one."""
     cap = plan.max_output_tokens
     asked = 0
+    given = False
     for field in fields:
         value = getattr(req, field)
         if value is UNSET or value is None:
             continue
+        given = True
         if value > cap:
             findings.clamped[field] = value
             setattr(req, field, cap)
+            findings.bound_set = cap
             value = cap
         asked = max(asked, value)
+    if not given and plan.default_max_tokens is not None and cap > 0:
+        asked = min(plan.default_max_tokens, cap)
+        setattr(req, fields[0], asked)
+        findings.bound_set = asked
+        findings.defaulted = True
     if asked == 0:
         raise Refusal(Reason.max_tokens_required,
                       f"max_tokens is required (at most {cap} on this plan)", param=fields[0])

@@ -155,5 +155,7 @@ def _result(route: str, req: Any, items: int, cands: int, max_out: int, norm: No
         hidden_characters=norm.hidden,
         normalized_texts=norm.changed,
         clamped=tuple(findings.clamped.items()),
-        changed=bool(norm.changed or findings.clamped),
+        changed=bool(norm.changed or findings.clamped or findings.defaulted),
+        max_tokens_set=findings.bound_set,
+        max_tokens_defaulted=findings.defaulted,
     )

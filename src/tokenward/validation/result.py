@@ -10,7 +10,7 @@ import msgspec
 class Findings:
     """Facts gathered while one request is checked (mutable, private to validation)."""
 
-    __slots__ = ("attachments", "constrained", "extra_raw", "embed_tokens", "clamped")
+    __slots__ = ("attachments", "constrained", "extra_raw", "embed_tokens", "clamped", "bound_set", "defaulted")
 
     def __init__(self) -> None:
         self.attachments: list[Any] = []
@@ -18,6 +18,8 @@ class Findings:
         self.extra_raw: list[bytes] = []  # JSON the template renders into the prompt (vLLM documents)
         self.embed_tokens: list[int] = []  # upper bound of tokens of each prompt_embeds entry
         self.clamped: dict[str, int] = {}  # field -> the value the client asked for
+        self.bound_set = 0                 # the output bound the gateway wrote (set or clamped)
+        self.defaulted = False             # the bound was missing: the plan's default filled it
 
 
 class NormalizedRequest(msgspec.Struct, frozen=True):
@@ -43,3 +45,7 @@ class NormalizedRequest(msgspec.Struct, frozen=True):
     normalized_texts: int = 0         # texts changed by normalization
     clamped: tuple[tuple[str, int], ...] = ()  # (field, value the client asked for)
     changed: bool = False             # the forwarded body differs from the client's
+    # The output bound the gateway wrote into the body (plan default or clamp), 0 if none:
+    # the answer says it in x-tokenward-max-tokens.
+    max_tokens_set: int = 0
+    max_tokens_defaulted: bool = False

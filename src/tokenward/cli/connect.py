@@ -1,0 +1,71 @@
+"""``check-config --connect``: reach what plain check-config does not touch.
+
+Each store the config opens (config/stores.py: key, budget, cache, abuse) gets one cheap
+request, and each upstream with a ``health_path`` the probe ``/readyz`` makes. One line per
+part on stdout when it answers; a part that does not is one line on stderr in the words a
+failed ``serve`` uses (``cannot reach the key store at URL: why``, the password left out).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from ..config.schema import Config
+from ..config.stores import probe, redact_url, stores_of
+
+_TIMEOUT_S = 5.0
+
+
+def connect_check(cfg: Config) -> bool:
+    """True when every store and upstream answered."""
+    return asyncio.run(_check(cfg))
+
+
+async def _check(cfg: Config) -> bool:
+    stores = stores_of(cfg)
+    store_results = await asyncio.gather(*(probe(store, cfg, _TIMEOUT_S) for store in stores))
+    upstreams = [(name, up) for name, up in cfg.upstreams.items()]
+    upstream_results = await asyncio.gather(*(_upstream(name, up) for name, up in upstreams))
+    ok = True
+    for store, failed in zip(stores, store_results):
+        ok &= _say(failed, f"{store.name} at {redact_url(store.url)}: ok")
+    for (name, _), (failed, line) in zip(upstreams, upstream_results):
+        ok &= _say(failed, line)
+    return ok
+
+
+def _say(failure: str | None, line: str) -> bool:
+    if failure is None:
+        print(line)
+        return True
+    print(f"tokenward: {failure}", file=sys.stderr)
+    return False
+
+
+async def _upstream(name: str, up) -> tuple[str | None, str]:
+    """(failure, success line) of one upstream's health probe."""
+    from ..services import BUILTIN_MOCK
+
+    where = f"upstream {name} at {redact_url(up.base_url)}"
+    if up.base_url == BUILTIN_MOCK:
+        return None, f"upstream {name}: the built-in mock, started by serve"
+    if not up.health_path:
+        return None, f"{where}: not probed (health_path: null)"
+    import httpx
+
+    from ..config.stores import why
+    from ..upstream.targets import auth_headers
+
+    headers = {k.decode(): v.decode() for k, v in auth_headers(name, up)}
+    url = up.base_url.rstrip("/") + up.health_path
+    try:
+        async with httpx.AsyncClient(timeout=min(up.connect_timeout_s, _TIMEOUT_S), verify=up.tls_verify) as client:
+            reply = await client.get(url, headers=headers)
+    except httpx.TimeoutException:
+        return f"cannot reach the {where}: no answer within {min(up.connect_timeout_s, _TIMEOUT_S):g} s", ""
+    except httpx.HTTPError as exc:
+        return f"cannot reach the {where}: {why(exc)}", ""
+    if not 200 <= reply.status_code < 300:
+        return f"the {where} answered {reply.status_code} to GET {up.health_path}", ""
+    return None, f"{where}: ok"

@@ -1,0 +1,136 @@
+"""The gateway's stores by name, and one wording for a store that cannot be opened or reached.
+
+``serve`` (a start that fails) and ``check-config --connect`` (a probe of each store) say
+the same line: ``cannot reach the key store at postgresql://tw:***@db:5432/keys:
+connection refused``: which store, its URL without the password, and why, in one line.
+
+The stores: the key store (``keystore.url``), the budget store (``store.url``), the
+response cache's Redis (``cache.url``, else ``store.url``, when ``cache.store: redis``)
+and the abuse signals' store (the budget store's Redis, on a connection of its own, when
+``abuse:`` is configured). A ``memory`` store cannot fail and is not listed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, NamedTuple
+
+from ..errors import TokenwardError
+from .schema import Config
+
+_REDIS = ("redis://", "rediss://", "unix://")
+
+
+class StoreStartError(TokenwardError):
+    """A store that could not be opened at start-up; ``str()`` is the one line to print."""
+
+
+class Store(NamedTuple):
+    name: str     # "key store", "budget store", "cache store", "abuse store"
+    url: str
+
+
+def redact_url(url: str) -> str:
+    """A store URL without its password (``redis://:***@host``, ``postgresql://tw:***@db``)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    creds, at, host = rest.rpartition("@")
+    if not at:
+        return url
+    user, colon, _ = creds.partition(":")
+    return f"{scheme}{sep}{user}:***@{host}" if colon else url
+
+
+def why(exc: BaseException) -> str:
+    """The innermost reason, one short line: ``connection refused``, ``unable to open database file``."""
+    seen = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "orig", None) or exc.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    text = getattr(exc, "strerror", None) if isinstance(exc, OSError) else None
+    text = text or str(exc) or type(exc).__name__
+    text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    text = text.removeprefix("budget store: ")
+    return (text[:1].lower() + text[1:])[:300]
+
+
+def failure(store: Store, exc: BaseException) -> str:
+    return f"cannot reach the {store.name} at {redact_url(store.url)}: {why(exc)}"
+
+
+def stores_of(cfg: Config) -> list[Store]:
+    """The stores this config opens, memory ones left out."""
+    found = [Store("key store", cfg.keystore.url)]
+    if cfg.store.url.startswith(_REDIS):
+        found.append(Store("budget store", cfg.store.url))
+    cache = cfg.cache
+    if cache is not None and cache.store == "redis":
+        found.append(Store("cache store", cache.url or cfg.store.url))
+    if cfg.abuse is not None and cfg.store.url.startswith(_REDIS):
+        found.append(Store("abuse store", cfg.store.url))
+    return found
+
+
+# The stage whose factory opens each store (pipeline/order.py slots).
+_OPENED_BY = {"identity": "key store", "admission": "budget store", "cache": "cache store", "control": "abuse store"}
+
+
+def opened_by(slot: str, cfg: Config) -> Store | None:
+    name = _OPENED_BY.get(slot)
+    return next((store for store in stores_of(cfg) if store.name == name), None)
+
+
+async def probe(store: Store, cfg: Config, timeout: float = 5.0) -> str | None:
+    """None when the store answers one cheap request, else the failure line."""
+    try:
+        await asyncio.wait_for(_ping(store, cfg), timeout)
+    except asyncio.TimeoutError:
+        return f"cannot reach the {store.name} at {redact_url(store.url)}: no answer within {timeout:g} s"
+    except Exception as exc:  # whatever the driver raises: said in one line, never a traceback
+        return failure(store, exc)
+    return None
+
+
+async def _ping(store: Store, cfg: Config) -> Any:
+    if store.name == "key store":
+        from ..keys.store import open_keystore
+
+        if _sqlite_not_made_yet(store.url):
+            return None   # start-up makes it; a probe must not
+
+        keys = await open_keystore(store.url)
+        try:
+            return await keys.get("tw-connect-probe")
+        finally:
+            await keys.close()
+    from ..budget.redis import RedisStore
+
+    redis = RedisStore(store.url, max(cfg.store.timeout_ms / 1000, 1.0), cfg.store.client)
+    try:
+        return await redis.open_reservations(f"{cfg.store.key_prefix}:connect-probe")
+    finally:
+        await redis.close()
+
+
+def _sqlite_not_made_yet(url: str) -> bool:
+    """A SQLite file that does not exist yet, in a folder where start-up can make it (a
+    folder that is missing or not writable raises, as opening it at start-up would fail)."""
+    import os
+    from pathlib import Path
+
+    scheme, _, rest = url.partition("://")
+    if scheme.split("+", 1)[0] != "sqlite":
+        return False
+    path = Path(rest[1:].split("?", 1)[0])
+    if not rest[1:] or path.name == ":memory:" or path.exists():
+        return False
+    folder = path.parent
+    if not folder.is_dir():
+        raise FileNotFoundError(2, f"the folder {folder} does not exist")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(13, f"the folder {folder} is not writable")
+    return True
