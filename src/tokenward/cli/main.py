@@ -33,7 +33,14 @@ def _load_or_exit(path: Path):
         cfg = load_config(path)
         verify_config(cfg)
     except ConfigError as exc:
-        print(f"{path}: {exc}", file=sys.stderr)
+        import os
+
+        from ..config.loader import env_source
+
+        env = env_source(exc.path, os.environ)
+        # a deployment override's bad value is the variable's, not the file's
+        where = f"{env} (environment, overrides {exc.path})" if env else f"{path}: {exc.path}"
+        print(f"{where}: {exc.message}" if exc.path else f"{path}: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None
     return cfg
 

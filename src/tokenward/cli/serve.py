@@ -197,10 +197,15 @@ def _demo_line(config: Config) -> tuple[Config, str | None]:
 
     import msgspec
 
+    from ..config.stores import Store, failure
+    from ..errors import ConfigError
+
     try:
         key = asyncio.run(demo_key(config))
-    except Exception as exc:
+    except ConfigError as exc:
         _fail(f"cannot make the demo key: {_why(exc)}")
+    except Exception as exc:   # it is kept in the key store: say which one could not be reached
+        _fail(failure(Store("key store", config.keystore.url), exc))
     line = f"demo key: {key}" if config.demo.print_key else None
     return msgspec.structs.replace(config, demo=None), line
 

@@ -198,6 +198,17 @@ def apply_env(raw: dict, environ: typing.Mapping[str, str]) -> dict:
     return raw
 
 
+def env_source(path: str, environ: typing.Mapping[str, str]) -> str | None:
+    """The environment variable that set the value at ``path`` (``store.url`` ->
+    ``TOKENWARD_STORE_URL``), when one did: an error there is the variable's, not the file's."""
+    fixed = {"store.url": "TOKENWARD_STORE_URL", "keystore.url": "TOKENWARD_KEYSTORE_URL"}
+    name = fixed.get(path)
+    if name is None:
+        match = re.fullmatch(r"upstreams\.(.+)\.base_url", path)
+        name = f"TOKENWARD_UPSTREAM_{_env_name(match.group(1))}_URL" if match else None
+    return name if name is not None and name in environ else None
+
+
 def resolve_sqlite_url(url: str, base_dir: Path) -> str:
     """``sqlite:///keys.db`` -> ``sqlite:////<base_dir>/keys.db``: a relative SQLite path is
     relative to the config file's folder. Absolute paths, in-memory databases and other

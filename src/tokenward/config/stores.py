@@ -13,12 +13,16 @@ and the abuse signals' store (the budget store's Redis, on a connection of its o
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 from typing import Any, NamedTuple
 
 from ..errors import TokenwardError
 from .schema import Config
 
 _REDIS = ("redis://", "rediss://", "unix://")
+# errnos whose own words say it better than a driver's text ("Connect call failed (...)")
+_PLAIN_ERRNOS = {errno.ECONNREFUSED, errno.ETIMEDOUT, errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ECONNRESET}
 
 
 class StoreStartError(TokenwardError):
@@ -51,7 +55,11 @@ def why(exc: BaseException) -> str:
         if not isinstance(inner, BaseException):
             break
         exc = inner
-    text = getattr(exc, "strerror", None) if isinstance(exc, OSError) else None
+    text = None
+    if isinstance(exc, OSError) and exc.errno:
+        text = os.strerror(exc.errno) if exc.errno in _PLAIN_ERRNOS else exc.strerror
+        if exc.filename:
+            text = f"{text}: {exc.filename}"
     text = text or str(exc) or type(exc).__name__
     text = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     text = text.removeprefix("budget store: ")
@@ -117,8 +125,8 @@ async def _ping(store: Store, cfg: Config) -> Any:
 
 
 def _sqlite_not_made_yet(url: str) -> bool:
-    """A SQLite file that does not exist yet, in a folder where start-up can make it (a
-    folder that is missing or not writable raises, as opening it at start-up would fail)."""
+    """A SQLite file that does not exist yet, where start-up can make it (its folders too,
+    keys/sql.py); one it could not make raises, as opening it at start-up would fail."""
     import os
     from pathlib import Path
 
@@ -129,8 +137,10 @@ def _sqlite_not_made_yet(url: str) -> bool:
     if not rest[1:] or path.name == ":memory:" or path.exists():
         return False
     folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
     if not folder.is_dir():
-        raise FileNotFoundError(2, f"the folder {folder} does not exist")
+        raise NotADirectoryError(20, f"{folder} is a file, not a folder")
     if not os.access(folder, os.W_OK):
         raise PermissionError(13, f"the folder {folder} is not writable")
     return True

@@ -238,6 +238,8 @@ def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
     headers: list[tuple[bytes, bytes]] = list(decision.headers)
     if decision.retry_after is not None:
         headers.append((b"retry-after", b"%d" % decision.retry_after))
+    elif reason is Reason.concurrency_limit and not decision.terminal:
+        headers.append((b"retry-after", b"1"))   # a slot frees when a request ends: no time to promise
     if decision.terminal:
         headers.append(NO_RETRY)
     limit = decision.limit
