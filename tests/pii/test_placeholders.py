@@ -30,10 +30,10 @@ def test_order_of_appearance_per_type_and_the_same_value_the_same_placeholder():
 def test_a_typed_placeholder_is_neutralized_and_never_restored_to_a_value():
     text = "my {EMAIL_0} and x@y.io"
     out, masker = masked(text, [(text.index("x@"), len(text), "EMAIL")])
-    assert out == "my {{EMAIL_0}} and {EMAIL_0}"
+    assert out == "my {~EMAIL_0} and {EMAIL_0}"
     restorer = masker.restorer()
     # the model echoes both: the typed one comes back as typed, the real one as the value
-    answer = orjson.dumps({"choices": [{"message": {"content": "you said {{EMAIL_0}} and {EMAIL_0}"}}]})
+    answer = orjson.dumps({"choices": [{"message": {"content": "you said {~EMAIL_0} and {EMAIL_0}"}}]})
     assert orjson.loads(restorer.whole(answer))["choices"][0]["message"]["content"] == \
         "you said {EMAIL_0} and x@y.io"
     # a placeholder of another request's map is left alone
@@ -69,7 +69,7 @@ def stream_text(events: list[SseEvent], index: int = 0) -> str:
     return "".join(out)
 
 
-ANSWER = "Write to {EMAIL_0} or {EMAIL_1}; {{EMAIL_0}} is what you typed. {PHONE_0}! {NOT_0} {"
+ANSWER = "Write to {EMAIL_0} or {EMAIL_1}; {~EMAIL_0} is what you typed. {PHONE_0}! {NOT_0} {"
 VALUES = {"EMAIL_0": "ana@ex.io", "EMAIL_1": "bo@ex.io", "PHONE_0": "+44 20 7946 0958"}
 EXPECTED = "Write to ana@ex.io or bo@ex.io; {EMAIL_0} is what you typed. +44 20 7946 0958! {NOT_0} {"
 

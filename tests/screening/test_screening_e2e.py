@@ -159,7 +159,7 @@ async def test_a_typed_placeholder_comes_back_as_typed_never_as_a_value(gw, mock
                                                                 messages=said(typed), stream=True))
     assert texts[0] == typed
     seen = await backend_saw(mock)
-    assert "{{EMAIL_0}}" in seen and EMAIL not in seen
+    assert "{~EMAIL_0}" in seen and EMAIL not in seen     # escaped: pii/placeholders.py
 
 
 # -- redact, block, log ---------------------------------------------------------------------------

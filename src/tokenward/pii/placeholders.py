@@ -3,21 +3,35 @@
 ``Masker`` is one request's map. Texts are masked in document order; each value gets a
 placeholder numbered in order of appearance per type (``{EMAIL_0}``, ``{EMAIL_1}``,
 ``{PHONE_0}``), the same value the same placeholder, so two callers asking the same
-question send the backend the same text (and the cache one entry). Text a caller typed
-that looks like a placeholder is neutralized on the way in (``{EMAIL_0}`` becomes
-``{{EMAIL_0}}``) and given back as typed: a placeholder is only ever restored from this
-request's own map, never to a value the caller did not send. ``redact`` mode writes
+question send the backend the same text (and the cache one entry). ``redact`` mode writes
 ``[EMAIL]`` and keeps no map.
+
+One escaping rule, the same for a whole answer and a stream, makes the round trip exact
+whatever the caller typed. A *token* is ``{``, any number of ``~``, a name
+(``EMAIL_0``: capitals and ``_``, then ``_`` and 1 to 6 digits) and ``}``:
+
+- with no ``~`` it is a placeholder: restored to this request's value for that name, or
+  left as it is when this request has none (a name the model made up; never another
+  request's value: the map lives in this request only);
+- with ``~``, it is text the caller typed: on the way in every token in the caller's own
+  text gains one ``~`` after its brace (``{EMAIL_0}`` becomes ``{~EMAIL_0}``, ``{~EMAIL_0}``
+  becomes ``{~~EMAIL_0}``), and on the way out every token with ``~`` loses one.
+
+Tokens cannot overlap or span a placeholder (a name holds no brace), so what the caller
+typed next to a masked value (``{alice@example.com}`` becomes ``{{EMAIL_0}}``) stays
+plain text, and restore(mask(text)) is text for every text.
 
 ``Restorer`` is the response transform (pipeline/outbound.py) that puts the values back:
 
-- a whole answer is restored on its raw JSON bytes (a placeholder is plain ASCII, the same
+- a whole answer is restored on its raw JSON bytes (a token is plain ASCII, the same
   inside JSON strings, tool-call arguments included, at any depth);
-- a stream is restored event by event. An event with no ``{`` and nothing held back is
-  passed as it is; otherwise its choices' texts are restored, and the shortest tail that
-  could still begin one of this request's placeholders is held back and put in front of
-  the same choice's next text, or flushed with its ``finish_reason``, or at the end of the
-  stream. The hold-back is at most one placeholder's length.
+- a stream is restored event by event with the same rule. An event with no ``{`` and
+  nothing held back is passed as it is; otherwise its choices' texts are restored, and a
+  tail that could still become a token is held back and put in front of the same choice's
+  next text, or flushed with its ``finish_reason``, or at the end of the stream. The
+  hold-back is bounded (at most 40 characters): of a tail ``{~~~~EMA`` the brace and all
+  its ``~`` but one go out at once (they go out whatever follows: a token loses exactly
+  one ``~``), and ``{~EMA`` is held with a note that its brace was sent.
 
 Detected values never contain a quote, a backslash or a control character (the detectors
 guarantee it), so a value is the same bytes inside a JSON string and inside a JSON string
@@ -35,10 +49,13 @@ import msgspec
 from ..upstream.sse import SseEvent
 from .stream_edit import StreamTextEdit
 
-_NAME = r"[A-Z][A-Z_]*_\d{1,4}"
-LOOKALIKE = re.compile(r"(?<!\{)\{(" + _NAME + r")\}(?!\})")
-_OUT_STR = re.compile(r"\{\{(" + _NAME + r")\}\}|\{(" + _NAME + r")\}")
-_OUT_BYTES = re.compile(rb"\{\{(" + _NAME.encode() + rb")\}\}|\{(" + _NAME.encode() + rb")\}")
+_NAME = r"[A-Z][A-Z_]{0,30}_\d{1,6}"
+# a token (module docstring): group 1 the tildes (none: a placeholder), group 2 the name
+TOKEN = re.compile(r"\{(~*)(" + _NAME + r")\}")
+LOOKALIKE = TOKEN      # caller text that must be escaped (the screening stage asks before masking)
+_TOKEN_BYTES = re.compile(TOKEN.pattern.encode())
+# a tail that could still become a token: at most "{", tildes, 32 name characters, 6 digits
+_PARTIAL = re.compile(r"\{~*(?:[A-Z][A-Z_]{0,31}\d{0,6})?\Z")
 _encode = msgspec.json.encode
 _BRACE = ord("{")   # looked for as an int: a bytes argument to ``in`` costs a raised TypeError
 
@@ -55,28 +72,35 @@ class Masker:
         self._counts: dict[str, int] = {}
         self._assigned: dict[tuple[str, str], str] = {}
         self.originals: dict[str, str] = {}     # placeholder name (EMAIL_0) -> value
-        self.neutralized: set[str] = set()      # names a caller typed, given back as typed
+        self.neutralized: set[str] = set()      # names of tokens the caller typed (escaped)
         self.masked: dict[str, int] = {}        # entity type -> values masked (for the record)
 
     def mask(self, text: str, spans: Spans) -> str:
-        """``text`` with each span replaced; caller-typed look-alikes neutralized (tokenize)."""
-        edits: list[tuple[int, int, str]] = [(start, end, self._placeholder(text[start:end], label))
-                                             for start, end, label in spans]
-        if self.restore and "{" in text:
-            for match in LOOKALIKE.finditer(text):
-                if not any(s < match.end() and match.start() < e for s, e, _ in edits):
-                    self.neutralized.add(match.group(1))
-                    edits.append((match.start(), match.end(), "{{" + match.group(1) + "}}"))
-        if not edits:
-            return text
-        edits.sort()
+        """``text`` with each span replaced, and (tokenize) the caller's own tokens escaped."""
+        escape = self.restore and "{" in text
+        if not spans:
+            return self._escape(text) if escape else text
         out, pos = [], 0
-        for start, end, new in edits:
-            out.append(text[pos:start])
-            out.append(new)
+        for start, end, label in sorted(spans):
+            if start < pos:
+                continue                        # overlapping spans: the first one wins
+            part = text[pos:start]
+            out.append(self._escape(part) if escape else part)
+            out.append(self._placeholder(text[start:end], label))
             pos = end
-        out.append(text[pos:])
+        part = text[pos:]
+        out.append(self._escape(part) if escape else part)
         return "".join(out)
+
+    def _escape(self, part: str) -> str:
+        """The caller's text between placeholders: each token gains one ``~``."""
+        if "{" not in part:
+            return part
+        return TOKEN.sub(self._one_more, part)
+
+    def _one_more(self, match: re.Match) -> str:
+        self.neutralized.add(match.group(2))
+        return "{~" + match.group(1) + match.group(2) + "}"
 
     def _placeholder(self, value: str, label: str) -> str:
         self.masked[label] = self.masked.get(label, 0) + 1
@@ -94,43 +118,40 @@ class Masker:
     def restorer(self) -> Restorer | None:
         if not self.restore or not (self.originals or self.neutralized):
             return None
-        return Restorer(self.originals, self.neutralized)
+        return Restorer(self.originals)
 
 
 class Restorer(StreamTextEdit):
     """The response transform of one request's map (see the module docstring)."""
 
-    __slots__ = ("_values", "_texts", "_neutral", "_candidates", "_longest")
+    __slots__ = ("_values", "_texts", "_opened")
 
-    def __init__(self, originals: dict[str, str], neutralized: set[str]) -> None:
+    def __init__(self, originals: dict[str, str], neutralized: object = None) -> None:
         super().__init__()
         self._values = {name.encode(): _encode(value)[1:-1] for name, value in originals.items()}
         self._texts = dict(originals)
-        self._neutral = frozenset(neutralized)
-        self._candidates = tuple("{" + name + "}" for name in originals) + tuple(
-            "{{" + name + "}}" for name in neutralized)
-        self._longest = max(len(c) for c in self._candidates)
+        self._opened: set[tuple] = set()    # fields whose held tail's brace was already sent
 
     # -- whole answers ------------------------------------------------------------------
     def whole(self, body: bytes) -> bytes:
         if _BRACE not in body:
             return body
-        return _OUT_BYTES.sub(self._bytes_value, body)
+        return _TOKEN_BYTES.sub(self._bytes_value, body)
 
     def _bytes_value(self, match: re.Match) -> bytes:
-        doubled = match.group(1)
-        if doubled is not None:
-            return b"{" + doubled + b"}" if doubled.decode() in self._neutral else match.group(0)
+        tildes = match.group(1)
+        if tildes:
+            return b"{" + tildes[1:] + match.group(2) + b"}"
         value = self._values.get(match.group(2))
         return value if value is not None else match.group(0)
 
     def text(self, text: str) -> str:
-        return _OUT_STR.sub(self._str_value, text) if "{" in text else text
+        return TOKEN.sub(self._str_value, text) if "{" in text else text
 
     def _str_value(self, match: re.Match) -> str:
-        doubled = match.group(1)
-        if doubled is not None:
-            return "{" + doubled + "}" if doubled in self._neutral else match.group(0)
+        tildes = match.group(1)
+        if tildes:
+            return "{" + tildes[1:] + match.group(2) + "}"
         return self._texts.get(match.group(2), match.group(0))
 
     # -- streams (StreamTextEdit) ---------------------------------------------------------
@@ -141,21 +162,22 @@ class Restorer(StreamTextEdit):
         return SseEvent(self.whole(event.raw)) if _BRACE in event.raw else event
 
     def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
-        # decided on the text as sent: "{{EMAIL_0}" is the start of a neutralized
-        # "{{EMAIL_0}}", not a placeholder to restore
-        keep = 0 if finishing else self._hold(text)
-        if keep:
-            return self.text(text[:-keep]), text[-keep:]
-        return self.text(text), ""
-
-    def _hold(self, text: str) -> int:
-        """Length of the tail that could still begin one of this request's placeholders (at
-        most one placeholder's length; a complete one is not held)."""
-        p = text.find("{", max(0, len(text) - self._longest + 1))
-        while p != -1:
-            tail = text[p:]
-            for candidate in self._candidates:
-                if candidate.startswith(tail) and candidate != tail:
-                    return len(tail)
-            p = text.find("{", p + 1)
-        return 0
+        opened = key in self._opened     # ``text`` begins with a held "{~" whose brace went out
+        if opened:
+            self._opened.discard(key)
+        held = ""
+        at = -1 if finishing else text.rfind("{")
+        if at == -1 or _PARTIAL.match(text, at) is None:
+            now = self.text(text)
+        else:
+            tail = text[at:]
+            tildes = len(tail) - 1 - len(tail[1:].lstrip("~"))
+            if tildes:
+                # the brace and all the tildes but one go out whatever follows
+                now = self.text(text[:at]) + "{" + "~" * (tildes - 1)
+                held = "{~" + tail[1 + tildes:]
+                self._opened.add(key)
+            else:
+                now, held = self.text(text[:at]), tail
+        # a restored text that begins at a held "{~" begins with its brace: sent already
+        return (now[1:] if opened else now), held
