@@ -122,7 +122,7 @@ class AdmissionStage(BaseStage):
             if decision.limit in JOB_LIMITS:
                 needed = estimate.cost if job.meta.unit == policy.COST else estimate.tokens
                 return await self.jobs.refused(principal.tenant, job, needed, decision.headers)
-            return _refusal(decision, estimate)
+            return _upper_bound(_refusal(decision, estimate), ctx.work)
         ctx.reservation = Reservation(ticket.reservation_id, principal.tenant, estimate.tokens,
                                       estimate.cost, "streams" in limits, limits)
         if job is not None:
@@ -259,6 +259,14 @@ def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
                        param="max_tokens", headers=tuple(headers))
     return Refusal(reason, f"this request needs {estimate.tokens} tokens of the {limit} budget; "
                            f"retry after {decision.retry_after}s", param="max_tokens", headers=tuple(headers))
+
+
+def _upper_bound(refusal: Refusal, work) -> Refusal:
+    """With the ``estimate`` tokenizer the tokens a refusal names are an upper bound: said."""
+    if work is not None and work.tokenizer.startswith("estimate") and "this request needs" in refusal.message:
+        refusal.message += (" (an upper bound: this model's tokenizer is `estimate`, which counts every byte of the "
+                            "prompt as a token; configure its real tokenizer for exact counts)")
+    return refusal
 
 
 def open_store(config: Config):
