@@ -87,11 +87,20 @@ async def test_void_undoes_every_debit(store, clock):
     assert await store.value(layout.keys[2]) == (10 * SCALE, clock.ms)
 
 
-async def test_usage_above_the_reservation_is_charged_but_never_below_zero(store, clock):
-    layout = Layout(NS, [bucket("tokens", 1000)])
-    await store.reserve([reserve(layout, "r1", clock.ms, [900])])
-    await store.settle([settle(layout, "r1", clock.ms, tokens=1500)])
-    assert await store.value(layout.keys[0]) == (0, clock.ms)
+async def test_usage_outside_the_reservation_moves_the_budget_by_at_most_the_reservation(store, clock):
+    # a backend's usage report is a claim: above the reservation it is charged the
+    # reservation, below zero nothing is refunded beyond it (issue 27)
+    layout = Layout(NS, [bucket("tokens", 1000), spend("d", 10_000, clock.ms + 86_400_000)])
+    await store.reserve([reserve(layout, "r0", clock.ms, [300, 3000])])
+    await store.settle([settle(layout, "r0", clock.ms, tokens=300, cost=3000)])
+    await store.reserve([reserve(layout, "r1", clock.ms, [500, 5000])])
+    await store.settle([settle(layout, "r1", clock.ms, tokens=1500, cost=10**12)])
+    assert await store.value(layout.keys[0]) == (200 * SCALE, clock.ms)
+    assert await store.value(layout.keys[1]) == 8000
+    await store.reserve([reserve(layout, "r2", clock.ms, [100, 1000])])
+    await store.settle([settle(layout, "r2", clock.ms, tokens=-3_000_000, cost=-3_000_000)])
+    assert await store.value(layout.keys[0]) == (200 * SCALE, clock.ms)
+    assert await store.value(layout.keys[1]) == 8000
 
 
 async def test_refill_is_continuous_and_capped(store, clock):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from tokenward.reconcile.stream_usage import DONE, ERROR, OTHER, TOKENS, USAGE_ONLY, StreamUsage
+from tokenward.reconcile.stream_usage import DONE, ERROR, MALFORMED, OTHER, TOKENS, USAGE_ONLY, StreamUsage
 from tokenward.reconcile.usage import Usage
 from tokenward.tokenize.registry import build_counter
 from tokenward.upstream.sse import SseEvent
@@ -71,9 +71,9 @@ def test_reported_usage_wins_and_a_usage_only_chunk_is_marked():
 
 @pytest.mark.parametrize("data,kind", [
     (b'{"error": {"message": "boom"}}', ERROR),
-    (b"not json", OTHER),
+    (b"not json", MALFORMED),                                 # the relay ends the stream here
     (b'{"choices": [{"delta": {"content": 5}}]}', TOKENS),   # a type we did not expect: counted, noted
-    (b'[1, 2]', OTHER),
+    (b'[1, 2]', MALFORMED),                                   # JSON, but not a chunk
 ])
 def test_odd_events_never_raise(data, kind):
     account = Account()

@@ -263,10 +263,11 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
            tokens: int, cost: int, mode: str, now_ms: int) -> list:
     """New states after settling a reservation against actual usage.
 
-    A bucket gets back its debit minus the actual amount (capped at capacity; an actual
-    above the debit is charged, floored at zero); a gauge gives back its debit; a spend
-    counter moves by actual minus debit. A soft check is attributed the actual amount
-    first, the check after it the rest.
+    The actual amount is taken within ``[0, amount]``: a settle never charges more than
+    the reservation nor refunds more than it, whatever usage a backend reported. A bucket
+    gets back its debit minus the actual amount (capped at capacity, floored at zero); a
+    gauge gives back its debit; a spend counter moves by actual minus debit. A soft check
+    is attributed the actual amount first, the check after it the rest.
     """
     out: list = [None] * len(checks)
     attributed = 0
@@ -280,6 +281,10 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
             actual = amounts[i]
         else:
             actual = tokens if unit == TOKENS else cost if unit == COST else 0
+            if actual < 0:
+                actual = 0
+            elif actual > amounts[i]:
+                actual = amounts[i]
         actual -= attributed
         attributed = 0
         if kind == BUCKET or kind == SOFT:

@@ -91,6 +91,11 @@ class UpstreamConfig(_Strict):
     health_ttl_s: float = 2.0
     health_timeout_s: float = 1.0
     ready_required: bool = True
+    # An answer (whole body or stream) larger than the request could justify is cut: more
+    # than answer_bytes_per_token x (output bound x choices) + answer_slack_bytes
+    # (reconcile/bounds.py, docs/upstreams.md "Bounded answers").
+    answer_bytes_per_token: int = 8192
+    answer_slack_bytes: int = 65536
 
 
 class ModelConfig(_Strict):
@@ -329,6 +334,7 @@ RANGES: dict[type, dict[str, Bound]] = {
         "pool_timeout_s": _NONNEG,         # 0: fail at once when every connection is busy
         "idle_timeout_s": _NONNEG,         # 0: an idle connection is never reused
         "health_ttl_s": _NONNEG,           # 0: probed on every /readyz
+        "answer_bytes_per_token": _POSITIVE, "answer_slack_bytes": _NONNEG,
     },
     ModelConfig: {"context_window": _POSITIVE, "input_price_per_million": _NONNEG,
                   "output_price_per_million": _NONNEG},

@@ -41,6 +41,8 @@ class GatewayMetrics:
         # (tenant, key id) -> [tokens charged, micro-USD charged], at settle
         self.key_spend: dict[tuple[str, str], list[int]] = {}
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)
+        # (upstream, dimension) -> usage reports clamped to the request's bounds (reconcile/bounds.py)
+        self.usage_clamped: dict[tuple[str, str], int] = defaultdict(int)
         self.open_streams: dict[str, int] = defaultdict(int)
         # (kind, detector, outcome, shadow) -> count; (kind, detector) -> score bucket counts + sum
         self.screening: dict[tuple[str, str, str, str], int] = defaultdict(int)
@@ -103,6 +105,10 @@ class GatewayMetrics:
         return tuple(self.upstream_head.setdefault((upstream, stream), [0] * (NS_SLOTS + 1))
                      for stream in ("false", "true"))
 
+    def usage_out_of_bounds(self, upstream: str, dimension: str) -> None:
+        """A backend's usage count (``prompt_tokens``, ``completion_tokens``) was clamped."""
+        self.usage_clamped[(upstream, dimension)] += 1
+
     def key_slot(self, tenant: str, key_id: str) -> list[int]:
         """[tokens charged, micro-USD charged] for one API key (a settle adds to it)."""
         slot = self.key_spend.get((tenant, key_id))
@@ -149,6 +155,11 @@ class GatewayMetrics:
         for key, value in list(self.tokens.items()):
             tokens.add_metric(list(key), value)
         yield tokens
+        clamped = CounterMetricFamily("tokenward_usage_out_of_bounds", "Backend usage reports clamped to what the "
+                                      "request could use, by upstream and dimension", labels=["upstream", "dimension"])
+        for key, value in list(self.usage_clamped.items()):
+            clamped.add_metric(list(key), value)
+        yield clamped
         screened = CounterMetricFamily("tokenward_screening", "Screener outcomes by kind, detector and outcome",
                                        labels=["kind", "detector", "outcome", "shadow"])
         for key, value in list(self.screening.items()):

@@ -30,8 +30,9 @@ from .usage import Usage, from_reported
 
 _decode_any = msgspec.json.decode
 
-# what one event was, for the relay
-OTHER, TOKENS, USAGE_ONLY, DONE, ERROR = range(5)
+# what one event was, for the relay (MALFORMED: broken framing, or data that is not a JSON
+# object: the relay ends the stream there and passes none of its bytes)
+OTHER, TOKENS, USAGE_ONLY, DONE, ERROR, MALFORMED = range(6)
 
 
 def _delta_text(delta: Delta) -> tuple[bool, str]:
@@ -91,6 +92,8 @@ class StreamUsage:
     def observe(self, event: SseEvent) -> int:
         """Account for one event; return what it was (TOKENS, USAGE_ONLY, DONE, ...)."""
         data = event.data
+        if event.malformed:
+            return MALFORMED
         if data is None:
             return OTHER
         if data == b"[DONE]":
@@ -136,14 +139,15 @@ class StreamUsage:
 
     def _observe_loosely(self, data: bytes) -> int:
         """An event whose fields have unexpected types: keep its usage, count it as a token
-        if it has choices, and note it (the record says how many)."""
-        self.unreadable += 1
+        if it has choices, and note it (the record says how many). Data that is not a JSON
+        object is MALFORMED."""
         try:
             obj = _decode_any(data)
         except msgspec.DecodeError:
-            return OTHER
+            return MALFORMED
         if not isinstance(obj, dict):
-            return OTHER
+            return MALFORMED
+        self.unreadable += 1
         usage = from_reported(obj.get("usage"))
         if usage.known:
             self.reported = usage

@@ -189,12 +189,9 @@ class AdmissionStage(BaseStage):
             return  # already settled
         record = ctx.notes.get("budget") if ctx.notes else None
         if usage.known:
-            prompt = usage.prompt_tokens
-            if prompt is None:
-                prompt = record["estimated_input"] if isinstance(record, dict) else reservation.tokens
-            tokens = prompt + (usage.completion_tokens or 0)
-            prices = self._models.get(ctx.model or "", _UNPRICED)[0]
-            cost = prices.cost(prompt, usage.completion_tokens or 0)
+            estimated = record["estimated_input"] if isinstance(record, dict) else reservation.tokens
+            tokens, cost = settle_amounts(usage, reservation.tokens, reservation.cost_units, estimated,
+                                          self._models.get(ctx.model or "", _UNPRICED)[0])
             mode = policy.SETTLE
         elif backend_saw_it:
             tokens, cost, mode = reservation.tokens, reservation.cost_units, policy.FULL
@@ -228,9 +225,23 @@ class AdmissionStage(BaseStage):
         self.jobs.runs.remove(run)
         if ctx.reservation.reservation_id not in self.admitter.keeper.open:
             return  # settled already
-        used = (usage.prompt_tokens or 0) + (usage.completion_tokens or 0)
+        used = max(usage.prompt_tokens or 0, 0) + max(usage.completion_tokens or 0, 0)
         charged = used if usage.known else (ctx.reservation.tokens if backend_saw_it else 0)
         WORK.job_request(run.tenant, "completed" if completed else "ended", min(charged, ctx.reservation.tokens))
+
+
+def settle_amounts(usage: Usage, reserved: int, reserved_cost: int, estimated_input: int,
+                   prices: Prices) -> tuple[int, int]:
+    """(tokens, cost units) a request with known ``usage`` is settled on. ``usage`` was
+    clamped where it was read (reconcile/bounds.py); clamped again here, so a settle never
+    charges more than the reservation nor refunds more than it."""
+    prompt = usage.prompt_tokens
+    if prompt is None:
+        prompt = estimated_input
+    completion = usage.completion_tokens or 0
+    prompt = prompt if prompt > 0 else 0
+    completion = completion if completion > 0 else 0
+    return min(prompt + completion, reserved), min(prices.cost(prompt, completion), reserved_cost)
 
 
 def _refusal(decision: Decision, estimate: Estimate) -> Refusal:

@@ -35,6 +35,10 @@ class UpstreamProtocolError(UpstreamError):
     pass
 
 
+class UpstreamTooLarge(UpstreamError):
+    """The body is larger than the caller's limit: the connection was dropped unread."""
+
+
 #: pause reading once this much body is buffered unread; resumed when the caller takes it.
 HIGH_WATER = 1 << 20
 
@@ -97,15 +101,27 @@ class UpstreamResponse:
                 return value
         return None
 
-    async def read(self, timeout: float | None = ...) -> bytes:  # type: ignore[assignment]
-        """The rest of the body; ``timeout`` bounds the whole read (default: read_timeout)."""
+    async def read(self, timeout: float | None = ..., limit: int | None = None) -> bytes:  # type: ignore[assignment]
+        """The rest of the body; ``timeout`` bounds the whole read (default: read_timeout).
+        ``limit``: a body longer than this many bytes (its declared length, or what arrived)
+        raises ``UpstreamTooLarge`` and drops the connection; no more of it is read."""
         if timeout is ...:
             timeout = self._pool._read_timeout
         parts = []
         deadline = None
+        if limit is not None:
+            declared = self.header(b"content-length")
+            if declared is not None and declared.isdigit() and int(declared) > limit:
+                self._too_large(limit)
+        size = 0
         while True:
             if self._chunks:
-                parts.append(self._take())
+                part = self._take()
+                parts.append(part)
+                if limit is not None:
+                    size += len(part)
+                    if size > limit:
+                        self._too_large(limit)
             elif self._exc is not None:
                 raise self._exc
             elif self._done:
@@ -139,6 +155,13 @@ class UpstreamResponse:
         if chunk is None:
             raise StopAsyncIteration
         return chunk
+
+    def _too_large(self, limit: int) -> None:
+        exc = UpstreamTooLarge(f"upstream response body exceeds {limit} bytes")
+        self._abort(exc)
+        self._chunks.clear()
+        self._size = 0
+        raise exc
 
     def abort(self) -> None:
         """Drop the connection now if the body is incomplete (the backend sees us go)."""

@@ -13,6 +13,10 @@ Errors (all carry ``.detail``)::
       UpstreamTimeout        .phase in {"connect", "pool", "read"}
       UpstreamProtocolError  malformed response, body cut short, or the connection lost after
                              the request was sent (the backend may be working on it)
+      UpstreamTooLarge       a body longer than the caller's ``read(limit=...)``
+
+``.detail`` names the backend's address and the OS error: it is for the log and the
+decision record, never for a client (forward.py answers a reason code and the request id).
 
 A request that was handed to a connection is never sent again: an inference request is
 not idempotent, and a backend that got it may be generating. Only a connection found
@@ -37,6 +41,7 @@ from tokenward.upstream._conn import (
     UpstreamProtocolError,
     UpstreamResponse,
     UpstreamTimeout,
+    UpstreamTooLarge,
     expire,
 )
 from tokenward.upstream.deadlines import Deadlines
@@ -49,6 +54,7 @@ __all__ = [
     "UpstreamProtocolError",
     "UpstreamResponse",
     "UpstreamTimeout",
+    "UpstreamTooLarge",
 ]
 
 _SMALL_BODY = 64 * 1024  # below this, head + body are joined into one write

@@ -10,12 +10,18 @@ returns, so a client that goes away cancels the backend's work at once. Returns 
 - the connection was refused (nothing was written): nothing done, refunded;
 - the request was written and the connection then failed: possibly consumed, its usage
   unknown (charged in full), or counted from what the stream delivered;
-- the backend answered an error status: it did no generation, refunded.
+- the backend answered an error status: it did no generation, refunded;
+- a whole answer larger than the request could justify (reconcile/bounds.py) is cut
+  unread: 502 ``upstream_error``, charged in full (nothing of it could be counted).
+
+Reported usage is clamped to what the request could use before anyone reads it. A client
+never sees the backend's address or errno: those go to the log and the decision record.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from time import perf_counter_ns
 
 import msgspec
@@ -25,14 +31,16 @@ from ..errors import Reason, Refusal
 from ..observe.metrics import add_ns
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Exit, ExitKind
+from ..reconcile.bounds import answer_limit, bounded
 from ..reconcile.usage import UNKNOWN, Usage, from_reported
 from .backend_errors import backend_refusal
-from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout
+from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
 from .prepare import prepare
 from .stream_clock import StreamClock
 from .stream_relay import relay_stream
 from .targets import Target, TargetTable
 
+log = logging.getLogger("tokenward.upstream")
 _JSON_CT = (b"content-type", b"application/json")
 NOTHING_DONE = Usage(0, 0, "counted")
 
@@ -52,17 +60,37 @@ def fail(ctx: RequestContext, refusal: Refusal, upstream_status: int | None = No
     return refusal
 
 
-async def _answer_failure(ctx: RequestContext, exc: UpstreamError, doing: str) -> Exit:
-    """Map a backend failure before the client got a byte to its refusal, and answer it."""
+def failure_detail(ctx: RequestContext, target: Target, exc: UpstreamError) -> None:
+    """What went wrong, with the backend's address and the OS error: for the log and the
+    decision record (``notes.upstream_error_detail``), never for the client."""
+    ctx.note("upstream_error_detail", exc.detail)
+    log.warning("request %s: upstream %s: %s", ctx.request_id, target.upstream_name, exc.detail)
+
+
+async def _answer_failure(ctx: RequestContext, target: Target, exc: UpstreamError, doing: str) -> Exit:
+    """Map a backend failure before the client got a byte to its refusal, and answer it:
+    a reason code and the request id, nothing of the backend's address or errno."""
+    failure_detail(ctx, target, exc)
     if isinstance(exc, UpstreamTimeout):
-        refusal, usage = Refusal(Reason.upstream_timeout, f"backend did not {doing} in time"), UNKNOWN
+        refusal = Refusal(Reason.upstream_timeout, f"the backend did not {doing} in time (request {ctx.request_id})")
+        usage = UNKNOWN
     else:
-        refusal = Refusal(Reason.upstream_unavailable, f"backend unavailable: {exc.detail}")
+        refusal = Refusal(Reason.upstream_unavailable, f"the backend is unavailable (request {ctx.request_id})")
         # Only a connection refused before any byte was written proves the backend never
         # saw the request; anything later may have started generation.
         usage = NOTHING_DONE if isinstance(exc, UpstreamConnectError) else UNKNOWN
     await ctx.outbound.refusal(fail(ctx, refusal))
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
+
+
+async def _too_large(ctx: RequestContext, target: Target, exc: UpstreamTooLarge) -> Exit:
+    """A whole answer larger than the request could justify: cut unread, 502. Nothing of it
+    could be counted, so the reservation (the most the request could use) is charged."""
+    failure_detail(ctx, target, exc)
+    refusal = Refusal(Reason.upstream_error, f"the backend's answer is larger than this request allows "
+                                             f"(request {ctx.request_id})")
+    await ctx.outbound.refusal(fail(ctx, refusal))
+    return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, UNKNOWN)
 
 
 def upstream_request_id(request_id: str) -> str:
@@ -120,7 +148,7 @@ class Forwarder:
             try:
                 resp = await target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
             except UpstreamError as exc:
-                return await _answer_failure(ctx, exc, "answer")
+                return await _answer_failure(ctx, target, exc, "answer")
             add_ns(target.answered[call.stream], perf_counter_ns() - sent)
             ctx.upstream_status = resp.status
             try:
@@ -128,20 +156,23 @@ class Forwarder:
                     return await self._relay_error(ctx, target, resp, timeout)
                 if call.stream and resp.status == 200:
                     return await relay_stream(self, ctx, call, resp)
-                return await self._relay_whole(ctx, resp, timeout)
+                return await self._relay_whole(ctx, target, resp, timeout)
             finally:
                 resp.abort()  # no-op when the body was read to the end
         finally:
             if watch is not None:
                 watch.disarm()
 
-    async def _relay_whole(self, ctx: RequestContext, resp: UpstreamResponse, timeout: float) -> Exit:
+    async def _relay_whole(self, ctx: RequestContext, target: Target, resp: UpstreamResponse, timeout: float) -> Exit:
+        limit = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
         try:
-            body = await resp.read(timeout=timeout)
+            body = await resp.read(timeout=timeout, limit=limit)
+        except UpstreamTooLarge as exc:
+            return await _too_large(ctx, target, exc)
         except UpstreamError as exc:
-            return await _answer_failure(ctx, exc, "finish")
+            return await _answer_failure(ctx, target, exc, "finish")
         try:
-            ctx.usage = from_reported(_usage_of(body).usage)
+            ctx.usage = bounded(ctx, target.upstream_name, from_reported(_usage_of(body).usage))
         except (msgspec.DecodeError, msgspec.ValidationError):
             # An empty answer did nothing we can see; one that is not a JSON object may
             # have generated and lost its text: charged in full.

@@ -4,7 +4,9 @@
 it (an event ends at a blank line: ``\\n\\n``, ``\\r\\n\\r\\n`` or ``\\r\\r``), keeping a
 trailing partial event for the next call. Each ``SseEvent`` keeps its exact bytes, so an
 event nobody needs to change goes to the client as the backend wrote it, and its
-``data`` (the ``data:`` lines joined, as the SSE spec says) for the readers that need it.
+``data`` (the ``data:`` lines joined, as the SSE spec says) for the readers that need it,
+and ``malformed``: a line that is neither a comment nor an SSE field (``data``, ``event``,
+``id``, ``retry``), or bytes that are not UTF-8; the relay ends the stream there.
 """
 
 from __future__ import annotations
@@ -18,13 +20,22 @@ DONE_DATA = b"[DONE]"
 _CR = ord("\r")
 
 
+# The fields of the SSE framing (a line "name: value", or "name" alone); any other line but
+# a comment (":...") makes the event malformed, as does text that is not UTF-8.
+_FIELDS = frozenset((b"data", b"event", b"id", b"retry"))
+
+
 class SseEvent:
-    __slots__ = ("raw", "data", "parsed")
+    __slots__ = ("raw", "data", "parsed", "malformed")
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
-        self.data = _data_of(raw)
         self.parsed = None  # the typed chunk, once a reader decoded it (upstream/chunks.py)
+        if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
+            self.data = raw[6:].rstrip(b"\n")   # the common shape: one data line
+            self.malformed = False
+        else:
+            self.data, self.malformed = _read(raw)
 
     @property
     def done(self) -> bool:
@@ -35,13 +46,24 @@ class SseEvent:
         return f"SseEvent({self.raw[:60]!r})"
 
 
-def _data_of(raw: bytes) -> bytes | None:
-    if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
-        return raw[6:].rstrip(b"\n")  # the common shape: one data line
-    lines = [line[5:] for line in raw.splitlines() if line.startswith(b"data:")]
+def _read(raw: bytes) -> tuple[bytes | None, bool]:
+    """(the ``data:`` lines joined, None if none: a comment (": ping") or an event with no
+    data; whether the event breaks the framing)."""
+    lines = []
+    malformed = False
+    for line in raw.splitlines():
+        if line.startswith(b"data:"):
+            lines.append(line[5:])
+        elif line and line[:1] != b":" and line.split(b":", 1)[0] not in _FIELDS:
+            malformed = True
+    if not malformed:
+        try:
+            raw.decode("utf-8")
+        except UnicodeDecodeError:
+            malformed = True
     if not lines:
-        return None  # a comment (": ping") or an event with no data
-    return b"\n".join(line[1:] if line[:1] == b" " else line for line in lines)
+        return None, malformed
+    return b"\n".join(line[1:] if line[:1] == b" " else line for line in lines), malformed
 
 
 class SseSplitter:

@@ -11,7 +11,11 @@
 - A client that asked for ``include_usage`` gets a usage chunk before ``[DONE]`` even when
   the backend sent none (llama.cpp): the gateway's count, marked in the decision record.
 - However the relay ends (a client that leaves included), ``ctx.usage`` is what the
-  stream showed so far: reported, else counted; unknown only if nothing arrived.
+  stream showed so far: reported, else counted; unknown only if nothing arrived; and
+  clamped to what the request could use (reconcile/bounds.py).
+- A stream larger than the request could justify (``answer_limit``), or a malformed event
+  (broken SSE framing, data that is not a JSON object), is cut: an in-band
+  ``upstream_error``; nothing past the limit, and no byte of the malformed event, is passed on.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from ..http.responses import SSE_HEADERS, sse_error_event
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
 from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.stream_usage import DONE, USAGE_ONLY, StreamUsage
+from ..reconcile.bounds import answer_limit, bounded
+from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
 from .sse import SseSplitter
@@ -67,18 +72,25 @@ _MESSAGES = {
     Reason.upstream_unavailable: "backend connection failed mid-stream",
     Reason.upstream_truncated: "the backend ended the stream before the answer was finished",
 }
+# upstream_error mid-stream: why the gateway cut the backend's stream
+_TOO_LARGE = "the backend's stream is larger than this request allows"
+_MALFORMED = "the backend sent an event that is not well-formed server-sent events with JSON data"
 
 
 async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
-    account = StreamUsage(call.target.output_counter)
+    target = call.target
+    account = StreamUsage(target.output_counter)
     splitter = SseSplitter()
     work = ctx.work
     prompt = work.input_tokens if work is not None else None
     outbound = ctx.outbound
     drop_usage = not call.client_wants_usage
+    # bytes the backend may still send (None: no bound); past it the stream is cut
+    room = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
     started = False
     done_event = b""
     ending: Reason | None = None
+    cut: str | None = None       # why the gateway ended the stream (upstream_error)
     clock = fwd.clock()
     stream = clock.open(resp)
     now = clock.now
@@ -93,31 +105,54 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
             stream.waiting_since = None
             if chunk is None:
                 break
-            out = []
-            for event in splitter.feed(chunk):
-                kind = account.observe(event)
-                if kind == DONE:
-                    done_event = event.raw  # only after a clean end
-                elif kind != USAGE_ONLY or not drop_usage:
-                    out.append(event)
+            if room is not None:
+                room -= len(chunk)
+                if room < 0:
+                    ending, cut = Reason.upstream_error, _TOO_LARGE
+                    break
+            out, done, malformed = _events(account, splitter.feed(chunk), drop_usage)
+            if done is not None:
+                done_event = done   # sent only after a clean end
+            if malformed:
+                ending, cut = Reason.upstream_error, _MALFORMED
             if out:
                 if not started:
                     await _start(ctx)
                     started = True
                 await outbound.events(out)
+            if cut is not None:
+                break
     finally:
         clock.close(stream)
-        ctx.usage = _usage_so_far(account, prompt)
+        ctx.usage = bounded(ctx, target.upstream_name, _usage_so_far(account, prompt))
     if account.unreadable:
         ctx.note("stream_unreadable_events", account.unreadable)
-    if ending is None and (account.unfinished() or splitter.finish().strip()):
+    if cut is not None:
+        ctx.note("upstream_error_detail", cut)
+    elif ending is None and (account.unfinished() or splitter.finish().strip()):
         ending = Reason.upstream_truncated
     timed_out = stream.expired is not None
-    return await _end(fwd, ctx, call, account, started, ending, timed_out, done_event)
+    return await _end(fwd, ctx, call, account, started, ending, timed_out, done_event, cut)
+
+
+def _events(account: StreamUsage, events: list, drop_usage: bool) -> tuple[list, bytes | None, bool]:
+    """(the events to pass on, the ``[DONE]`` event if it came, whether a malformed event
+    ended them: neither it nor anything after it is passed on)."""
+    out = []
+    done = None
+    for event in events:
+        kind = account.observe(event)
+        if kind == DONE:
+            done = event.raw
+        elif kind == MALFORMED:
+            return out, done, True
+        elif kind != USAGE_ONLY or not drop_usage:
+            out.append(event)
+    return out, done, False
 
 
 async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account: StreamUsage, started: bool,
-               ending: Reason | None, timed_out: bool, done_event: bytes) -> Exit:
+               ending: Reason | None, timed_out: bool, done_event: bytes, cut: str | None = None) -> Exit:
     """How the stream ends for the client: an error envelope (nothing was sent yet), an
     in-band error event (the 200 is out), or the usage chunk if due and ``[DONE]``."""
     from .forward import NOTHING_DONE, fail
@@ -128,15 +163,16 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
         if ending is None:
             # A 200 with no event at all: the backend generated nothing we could see.
             refusal = Refusal(Reason.upstream_error, "the backend answered 200 with an empty stream")
-            ctx.usage = account.reported or NOTHING_DONE
+            if account.reported is None:
+                ctx.usage = NOTHING_DONE
             kind = ExitKind.UPSTREAM_FAILED
         else:
-            refusal = Refusal(ending, _message(fwd, ending))
+            refusal = Refusal(ending, _message(fwd, ctx, ending, cut))
             kind = failed
         await outbound.refusal(fail(ctx, refusal))
         return Exit(kind, refusal.reason.name, ctx.usage)
     if ending is not None:
-        refusal = fail(ctx, Refusal(ending, _message(fwd, ending)))
+        refusal = fail(ctx, Refusal(ending, _message(fwd, ctx, ending, cut)))
         ctx.status = 200  # the client already has a 200; the reason travels in-band
         await outbound.end_stream(sse_error_event(refusal))
         return Exit(failed, ending.name, ctx.usage)
@@ -148,9 +184,11 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
     return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
 
-def _message(fwd: Forwarder, reason: Reason) -> str:
+def _message(fwd: Forwarder, ctx: RequestContext, reason: Reason, cut: str | None) -> str:
     if reason is Reason.stream_duration_exceeded:
-        return f"stream exceeded its maximum duration of {fwd.max_duration:g}s"
-    if reason is Reason.stream_idle_timeout:
-        return f"backend sent nothing for {fwd.idle_timeout:g}s"
-    return _MESSAGES[reason]
+        text = f"stream exceeded its maximum duration of {fwd.max_duration:g}s"
+    elif reason is Reason.stream_idle_timeout:
+        text = f"backend sent nothing for {fwd.idle_timeout:g}s"
+    else:
+        text = cut or _MESSAGES[reason]
+    return f"{text} (request {ctx.request_id})"

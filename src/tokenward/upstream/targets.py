@@ -46,7 +46,8 @@ class HeaderAllowlist:
 
 class Target:
     __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
-                 "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered")
+                 "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered",
+                 "answer_bytes_per_token", "answer_slack_bytes")
 
     def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
@@ -64,6 +65,9 @@ class Target:
         # the header carrying the request's id to the backend (None: none is sent)
         self.request_id_header = up.request_id_header.lower().encode() if up.request_id_header else None
         self.request_id_format = up.request_id_format
+        # how large an answer may be, per token of the request's bounds (reconcile/bounds.py)
+        self.answer_bytes_per_token = up.answer_bytes_per_token
+        self.answer_slack_bytes = up.answer_slack_bytes
         # the model's own tokenizer, to count streamed output a backend does not report;
         # None for ``estimate`` (token events are counted instead)
         self.output_counter = output_counter

@@ -99,6 +99,10 @@ for i = 1, n do
   elseif unit == 1 then actual = tokens
   elseif unit == 2 then actual = cost
   else actual = 0 end
+  -- within [0, amount]: never charged more than reserved, never refunded more (policy.settle)
+  if mode == 's' and unit ~= 3 then
+    if actual < 0 then actual = 0 elseif actual > amount then actual = amount end
+  end
   actual = actual - attributed
   attributed = 0
   local a, b

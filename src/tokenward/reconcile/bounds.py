@@ -1,0 +1,74 @@
+"""What one request could have used, from what the work stage (or admission) computed:
+the bound a backend's usage report is clamped to, and the size its answer may have.
+
+- **Usage.** ``bounded`` clamps a backend's usage (``usage.clamp``) to the request's
+  bounds before anything reads it (settle, metrics, the decision record, the usage chunk
+  the gateway writes). What was out of bounds is recorded on the request
+  (``notes.usage_out_of_bounds``) and counted by upstream and dimension
+  (``tokenward_usage_out_of_bounds_total``), so a lying or buggy backend shows.
+- **Answer size.** ``answer_limit``: a whole body or a stream may carry
+  ``bytes_per_token`` x the output bound x choices, + ``slack`` bytes; a request whose
+  answer repeats its prompt (``echo``, ``prompt_logprobs``) adds the prompt's bound
+  times ``bytes_per_token``, an embedding answer ``EMBEDDING_BYTES`` per input item.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..observe.metrics import METRICS
+from .usage import Usage, UsageBounds, clamp
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+NO_BOUNDS = UsageBounds(None, None)
+# One embedding vector as JSON text: 8,192 dimensions x 25 bytes ("-1.2345678901234567e-05,")
+# is 200 KiB; the largest common models have 3,072 dimensions.
+EMBEDDING_BYTES = 256 * 1024
+
+
+def usage_bounds(ctx: RequestContext) -> UsageBounds:
+    """The request's bounds: the work stage's (prompt: every candidate's prompt plus the
+    surcharges; completion: max tokens x choices x outer items), else the reservation's
+    split (prompt bytes, the rest), else none."""
+    work = ctx.work
+    if work is not None:
+        completion = work.max_output_tokens * work.candidates * work.outer_items
+        return UsageBounds(max(work.reserve_tokens - completion, 0), completion)
+    reservation = ctx.reservation
+    if reservation is None:
+        return NO_BOUNDS
+    record = ctx.notes.get("budget") if ctx.notes else None
+    prompt = record.get("estimated_input") if isinstance(record, dict) else None
+    if type(prompt) is not int:
+        return UsageBounds(reservation.tokens, reservation.tokens)
+    return UsageBounds(prompt, max(reservation.tokens - prompt, 0))
+
+
+def bounded(ctx: RequestContext, upstream: str, usage: Usage) -> Usage:
+    """``usage`` clamped to the request's bounds; what was cut is recorded and counted."""
+    if usage.prompt_tokens is None and usage.completion_tokens is None:
+        return usage
+    kept, cut = clamp(usage, usage_bounds(ctx))
+    if cut is not None:
+        ctx.note("usage_out_of_bounds", cut)
+        for dimension in cut:
+            METRICS.usage_out_of_bounds(upstream, dimension)
+    return kept
+
+
+def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int | None:
+    """The most bytes the backend's answer to this request may carry (None: no bound)."""
+    prompt, completion = usage_bounds(ctx)
+    if prompt is None or completion is None:
+        return None
+    limit = bytes_per_token * completion + slack
+    request = ctx.request
+    body = request.body if request is not None else None
+    if body is not None and (getattr(body, "echo", None) is True or type(getattr(body, "prompt_logprobs", None)) is int):
+        limit += bytes_per_token * prompt
+    work = ctx.work
+    if completion == 0 and work is not None:
+        limit += EMBEDDING_BYTES * work.outer_items   # an embedding answer is its vectors
+    return limit
