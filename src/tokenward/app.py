@@ -66,8 +66,9 @@ class Gateway:
         admin = self.services.extras.get("admin")
         if admin is not None:
             admin.actions["reload"] = self._reload
-        # the abuse signals' share of each decision (abuse/observe.py), when configured
-        self._observe = self.services.extras.get("observe")
+        # the abuse signals' share of each decision (abuse/observe.py), when configured; else
+        # the status page's per-tenant screening counts (control/status.py), when it is served
+        self._observe = self.services.extras.get("observe") or self.services.extras.get("status_tally")
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
                              routes={"/v1/models": self._models})

@@ -147,7 +147,8 @@ def test_a_busy_port_is_one_line_naming_it(tmp_path):
         done = tokenward("serve", "--config", str(config), "--port", str(port), cwd=tmp_path)
     assert done.returncode == 3
     assert done.stdout == ""
-    assert done.stderr == f"tokenward: cannot listen on 127.0.0.1:{port}: address already in use\n"
+    assert done.stderr == (f"tokenward: cannot listen on 127.0.0.1:{port}: address already in use "
+                           "(choose another port with --port, or server.port in the config)\n")
     assert not (tmp_path / DEMO_FILE).exists()   # nothing was made for a gateway that never ran
 
 

@@ -9,6 +9,7 @@ pass check-config's checks is refused before this, with exit code 2: cli/main.py
 from __future__ import annotations
 
 import atexit
+import errno
 import logging
 import os
 import resource
@@ -112,7 +113,10 @@ def _listen(host: str, port: int, workers: int = 1) -> socket.socket:
     except (OSError, OverflowError) as exc:
         why = getattr(exc, "strerror", None) or _why(exc)
         where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-        _fail(f"cannot listen on {where}: {why[:1].lower()}{why[1:]}")
+        hint = ""
+        if getattr(exc, "errno", None) in (errno.EADDRINUSE, errno.EACCES):
+            hint = " (choose another port with --port, or server.port in the config)"
+        _fail(f"cannot listen on {where}: {why[:1].lower()}{why[1:]}{hint}")
 
 
 class _HeldLogs(logging.Handler):

@@ -43,6 +43,23 @@ class StatusPage:
         self._snapshots: list[tuple[float, dict[tuple[str, str], int]]] = []
         self._cached: tuple[float, dict] | None = None
         self._lock = asyncio.Lock()
+        # Without abuse signals (whose shared counts carry them), this replica's screening
+        # outcomes per tenant: app.py calls ``tally`` for each screened request.
+        self._screened: dict[tuple[str, str], int] = {}
+        self._screen_snaps: list[tuple[float, dict[tuple[str, str], int]]] = []
+        if services.extras.get("abuse") is None:
+            services.extras["status_tally"] = self.tally
+
+    def tally(self, ctx) -> None:
+        principal, screening = ctx.principal, ctx.screening
+        if principal is None or screening is None:
+            return
+        counts = self._screened
+        for kind, entry in screening.record.items():
+            outcome = entry.get("outcome") if isinstance(entry, dict) else None
+            if isinstance(outcome, str):
+                key = (principal.tenant, f"{kind}:{outcome}")
+                counts[key] = counts.get(key, 0) + 1
 
     # -- data ------------------------------------------------------------------------------
     async def data(self) -> dict:
@@ -56,19 +73,22 @@ class StatusPage:
             events = await self._events(now, window)
             decisions, lookups, screened = await _counts()
             local = self._local_refusals(window, decisions)
+            local_screened = _windowed(dict(self._screened), self._screen_snaps, window)
             tenants = {}
             for tenant in sorted(self.config.tenants):
                 tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}),
-                                                     _cache(tenant, lookups))
+                                                     _cache(tenant, lookups), local_screened.get(tenant, {}))
             body = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(screened),
                     "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
             self._cached = (time.monotonic(), body)
             return body
 
-    async def _tenant(self, tenant: str, now: float, shared: dict | None, local: dict, cache: dict) -> dict:
+    async def _tenant(self, tenant: str, now: float, shared: dict | None, local: dict, cache: dict,
+                      local_screened: dict) -> dict:
         open_here, streaming_here = self.runtime.open.counts(tenant)
         refusals = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("r:")} if shared is not None else local
-        screening = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("s:")}
+        screening = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("s:")} if shared is not None \
+            else local_screened
         controls = [c.public(now) for c in self.runtime.view.controls if c.tenant == tenant and c.active_at(now)]
         return {"budget": await self._budget(tenant, now), "open_here": open_here, "streaming_here": streaming_here,
                 "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])),
@@ -103,19 +123,7 @@ class StatusPage:
         for (route, stage, reason, tenant), count in list(decisions.items()):
             if reason != "ok" and tenant:
                 totals[(tenant, reason)] = totals.get((tenant, reason), 0) + count
-        at = time.monotonic()
-        snaps = self._snapshots
-        if not snaps or at - snaps[-1][0] >= SNAPSHOT_S:
-            snaps.append((at, totals))
-        while len(snaps) > 1 and snaps[1][0] <= at - window:
-            snaps.pop(0)
-        base = snaps[0][1] if snaps[0][0] <= at - window else {}
-        out: dict[str, dict[str, int]] = {}
-        for (tenant, reason), count in totals.items():
-            delta = count - base.get((tenant, reason), 0)
-            if delta > 0:
-                out.setdefault(tenant, {})[reason] = delta
-        return out
+        return _windowed(totals, self._snapshots, window)
 
     # -- routes ----------------------------------------------------------------------------
     async def html(self, parts: list[str], query: dict, receive) -> tuple | None:
@@ -137,6 +145,23 @@ class StatusPage:
         if parts != ["status.json"]:
             return None
         return 200, _encode(await self.data())
+
+
+def _windowed(totals: dict[tuple[str, str], int], snaps: list, window: float) -> dict[str, dict[str, int]]:
+    """tenant -> {name: count over the last ``window`` seconds}, from cumulative ``totals``
+    and the snapshots kept of them (one every SNAPSHOT_S)."""
+    at = time.monotonic()
+    if not snaps or at - snaps[-1][0] >= SNAPSHOT_S:
+        snaps.append((at, totals))
+    while len(snaps) > 1 and snaps[1][0] <= at - window:
+        snaps.pop(0)
+    base = snaps[0][1] if snaps[0][0] <= at - window else {}
+    out: dict[str, dict[str, int]] = {}
+    for (tenant, name), count in totals.items():
+        delta = count - base.get((tenant, name), 0)
+        if delta > 0:
+            out.setdefault(tenant, {})[name] = delta
+    return out
 
 
 def _row(name: str, check, value: object, now_ms: int) -> dict:

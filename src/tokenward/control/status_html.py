@@ -53,7 +53,7 @@ def _budget(rows: list[dict]) -> str:
         limit = row["limit_value"] or 0
         share = min(1.0, row["used"] / limit) if limit else 0.0
         bar = f'<span class="bar" style="width:{max(1, int(share * 120))}px"></span>'
-        used = f'{row["used"]:,.2f}' if row["kind"] == "spend" else f'{int(row["used"]):,}'
+        used = _usd(row["used"]) if row["kind"] == "spend" else f'{int(row["used"]):,}'
         shadow = " (shadow)" if not row["enforced"] else ""
         out.append([escape(row["limit"]) + shadow, f"{bar} {used} of {limit:,} {escape(row['unit'])}"])
     return _table(["limit", "used or held now, of the limit"], out, "no budget limits")
@@ -108,3 +108,10 @@ def page(data: dict, nonce: str) -> str:
             f'<span id="updated">{escape(_when(data["at"]))}</span></p>'
             f'<div id="tenants">{tenants_fragment(data)}</div>'
             f'<script nonce="{escape(nonce)}">{_SCRIPT}</script></body></html>')
+
+
+def _usd(value: float) -> str:
+    """Spend to the fraction of a cent it has: 0.000115, not 0.00 (micro-dollars at most)."""
+    if value == 0 or abs(value) >= 0.01 and round(value, 2) == round(value, 6):
+        return f"{value:,.2f}"
+    return f"{value:,.6f}".rstrip("0")
