@@ -173,4 +173,6 @@ def fold(text: str) -> tuple[str, OffsetMap | list[int] | None]:
 
 
 def fold_pattern(p: str) -> str:
-    return "".join(c if c.isascii() else fold_char(c) for c in p)
+    """A pattern's non-ASCII characters folded as the text's are (a mark folding to nothing
+    is left out: the text loses it too)."""
+    return "".join(c if c.isascii() else fold_char(c).replace(DROP, "") for c in p)

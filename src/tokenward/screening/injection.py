@@ -25,21 +25,25 @@ from itertools import islice
 from operator import or_
 from typing import Sequence
 
+from .encoded import LONG_TOKEN, MAX_DEPTH, REV_CUES, ROT_CUES, homoglyphs, pieces
 from .folding import FOLD, HIDDEN, NONWORD, TOK, ascii_table, fold, fold_pattern, translate_mostly_ascii
 from .injection_patterns import MARKUP_SPECS, NEEDS, V_HEAD, V_OVR, WORD_SPECS, entries
 
 _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltration, M markup, D dampeners
     "O": "override 2.6 precedence 2.4 override_all 2.0 forget_everything 2.0 safety_off 1.6 override_user 1.4 "
          "pwned 1.2 new_instructions 1.0 secrecy 1.0 override_weak 0.9 override_self 0.8 from_now_on 0.8 "
-         "you_must_now 0.6 system_prompt_mention 0.4 override_word 0.2",
+         "you_must_now 0.6 system_prompt_mention 0.4 override_word 0.2 override_safety 1.6 task_cancelled 1.4 "
+         "override_above 0.9 regardless_user 0.7 new_task 1.2",
     "P": "dan 2.4 unfiltered_persona 2.4 pretend_unbound 2.4 do_anything_now 1.8 no_longer_bound 1.8 dev_mode 1.6 "
          "dual_response 1.6 no_restrictions 1.5 unfiltered_ai 1.2 freed_from 1.2 never_refuse 1.2 amoral_persona 1.0 "
-         "jailbreak 0.8 no_disclaimers 0.6 stay_in_character 0.5 you_are_now 0.4",
+         "jailbreak 0.8 no_disclaimers 0.6 stay_in_character 0.5 you_are_now 0.4 persona_ml 1.8 no_content_policy 1.2 "
+         "without_limits 0.6",
     "E": "reveal_prompt 2.4 exfil_send 2.4 markdown_exfil 2.4 encode_exfil 2.4 what_told 1.6 reveal_above 1.4 "
-         "send_url 0.8 credentials 0.8 markdown_image_query 0.5",
+         "send_url 0.8 credentials 0.8 markdown_image_query 0.5 decode_follow 1.4 collect_data 0.6 tool_exfil 1.2",
     "M": "role_token 2.0 tag_chars 1.6 comment_instruction 1.4 fake_turn 1.4 role_tag 1.2 address_ai 1.2 "
          "hidden_instruction 1.0 indirect_when 0.8 invisible_chars 0.7 hidden_css 0.6 obfuscated 0.6 role_line 0.5 "
-         "html_comment 0.3",
+         "html_comment 0.3 context_escape 1.2 destructive_tool 1.0 authority_note 1.0 answer_directive 0.9 "
+         "nothing_else 0.7 forced_reply 0.7 instead_respond 0.9 tool_call 0.6 xss_payload 0.6 include_response 0.6 encoded_payload 0.6",
     "D": "discussion -1.2 fiction -0.8 quoted -0.6",
 }
 WEIGHTS: dict[str, tuple[float, str]] = {
@@ -99,8 +103,9 @@ _GATES = [(1 << i, tuple(f" {w}" for w in words)) for i, (_, words) in enumerate
 _WORD_RE: dict[str, re.Pattern] = {}                   # source -> compiled, on first use
 _SPACED = re.compile(r"(?<!\w)[^\W\d_](?:[ .\-_*|+~/][^\W\d_](?!\w)){2,}")
 _SPACE_HINT = frozenset("bcefghjklnopqruvwxyz")
-_FIRST_OR_HINT = _FIRST | _SPACE_HINT
-assert not _FIRST & _SPACE_HINT                           # _scan tells them apart by set difference
+_CUES = ROT_CUES | REV_CUES                               # rot13'd / reversed trigger words
+_FIRST_OR_HINT = _FIRST | _SPACE_HINT | _CUES
+assert not _FIRST & _SPACE_HINT and not _FIRST & _CUES   # _scan tells them apart by set difference
 _LEET_IN_WORD = re.compile(r"[a-zA-Z][013457@$]|[013457@$][a-zA-Z]")
 _EXFIL_QUERY = re.compile(r"[\[{<%]|=$|=&|conversation|history|secret|passw|api_?key|prompt|chat|memory|summary|"
                           r"exfil|ssn|credit")
@@ -123,14 +128,32 @@ def _tokens(s: str) -> str:
     return NONWORD.sub(" ", s) if out is None else out
 
 
-def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[list[tuple[int, int, str]], int]:
-    """(start, end, name) of the signals in folded text ``s``, and how many of the letters
-    that hint at spaced-out words (``_SPACE_HINT``) stand alone as tokens. ``gates``: the
-    specs left out where no token starts with one of their words (none: try them all)."""
+def _long_spans(tok: str, long: list[str]) -> list[tuple[int, int]]:
+    """Where the tokens ``long`` (at least ``LONG_TOKEN`` characters: maybe base64 or hex) stand."""
+    spans: list[tuple[int, int]] = []
+    for w in dict.fromkeys(w for w in long if w.isascii()):
+        i = tok.find(w)
+        while i >= 0 and len(spans) < 16:
+            spans.append((i, i + len(w)))
+            i = tok.find(w, i + len(w))
+    return sorted(spans)
+
+
+def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES
+          ) -> tuple[list[tuple[int, int, str]], int, tuple[list[tuple[int, int]], bool, bool]]:
+    """(start, end, name) of the signals in folded text ``s``; how many of the letters that
+    hint at spaced-out words (``_SPACE_HINT``) stand alone as tokens; and what may be
+    encoded (a token long enough for base64 or hex, rot13'd or reversed trigger words).
+    ``gates``: the specs left out where no token starts with one of their words (none: try them all)."""
     tok = _tokens(s)
-    seen = _FIRST_OR_HINT.intersection(tok.split())       # one pass over the tokens for both
+    words = tok.split()
+    seen = _FIRST_OR_HINT.intersection(words)             # one pass over the tokens for all three
     hits = []
-    if present := seen - _SPACE_HINT:
+    cues = seen & _CUES if len(seen) > 0 else seen
+    long = [w for w in words if len(w) >= LONG_TOKEN]
+    encoded = (_long_spans(tok, long) if long else [],
+               not cues.isdisjoint(ROT_CUES), not cues.isdisjoint(REV_CUES))
+    if present := seen - _SPACE_HINT - cues:
         padded, starts = f" {tok} ", []
         closed = asked = 0
         for w in present:
@@ -160,7 +183,7 @@ def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES) -> tuple[li
                 hits.append((p, m.end(), _NAMES[m.lastgroup]))
                 end = m.end()
     hits += _markup(s)
-    return hits, len(seen) - len(present)
+    return hits, len(seen & _SPACE_HINT), encoded
 
 
 def _markup(s: str) -> list[tuple[int, int, str]]:
@@ -242,17 +265,36 @@ def _hidden(text: str) -> list[tuple[int, int, str]]:
         (a, b), run = m.span(), m.group()
         tags = [(a + i, chr(ord(c) - 0xE0000)) for i, c in enumerate(run) if "\U000e0020" <= c <= "\U000e007e"]
         if tags and not (a and text[a - 1] == "\U0001f3f4"):         # not a subdivision flag emoji
-            hits, _ = _scan("".join(c for _, c in tags).translate(FOLD))
+            hits = _scan("".join(c for _, c in tags).translate(FOLD))[0]
             out += [(a, b, "tag_chars")] + [(tags[x][0], tags[y - 1][0] + 1, n) for x, y, n in hits]
         elif not tags and not (run in "\u200c\u200d" and a and not text[a - 1].isascii()):  # emoji/script joiners
             out.append((a, b, "invisible_chars"))
     return out
 
 
-def _read(text: str) -> list[tuple[int, int, str]]:
-    """The signals of one text, with offsets into it."""
+def _decoded(text: str, encoded: tuple[list[tuple[int, int]], bool, bool], depth: int) -> list[tuple[int, int, str]]:
+    """The signals of the encoded pieces of ``text`` (encoded.py), read again one level
+    deeper, with offsets into ``text``; ``encoded_payload`` where one of them is active."""
+    out = []
+    for start, end, plain, how in pieces(text, *encoded):
+        inner = _read(plain, depth + 1)
+        if how == "same":
+            inner = [(start + a, start + b, n) for a, b, n in inner]
+        elif how == "mirror":
+            inner = [(end - b, end - a, n) for a, b, n in inner]
+        else:
+            inner = [(start, end, n) for _, _, n in inner]
+        out += inner
+        if any(n in _ACTIVE for _, _, n in inner):
+            out.append((start, end, "encoded_payload"))
+    return out
+
+
+def _read(text: str, depth: int = 0) -> list[tuple[int, int, str]]:
+    """The signals of one text, with offsets into it; encoded pieces decoded and read again
+    (at most ``MAX_DEPTH`` levels)."""
     norm, idx = fold(text)
-    found, hints = _scan(norm)
+    found, hints, encoded = _scan(norm)
     if hints >= 3:
         found += _spaced(norm)
     found = _context(norm, found)
@@ -262,6 +304,12 @@ def _read(text: str) -> list[tuple[int, int, str]]:
         if name in _ACTIVE and (_LEET_IN_WORD.search(text, a, b) or (idx and HIDDEN.search(text, a, b))):
             found.append((a, b, "obfuscated"))
             break
+    if depth < MAX_DEPTH and (any(encoded) or "\\" in text or "%" in text or " 20 " in text):
+        spans = encoded[0] if idx is None else [(idx[a], idx[b - 1] + 1) for a, b in encoded[0]]
+        found += _decoded(text, (spans, *encoded[1:]), depth)
+    if depth < MAX_DEPTH and not text.isascii() and (latin := homoglyphs(text)) is not None:
+        inner = [f for f in _read(latin, depth + 1) if f[2] in _ACTIVE]
+        found += inner + [(*inner[0][:2], "obfuscated")] if inner else []
     return found + _hidden(text) if idx is not None else found
 
 

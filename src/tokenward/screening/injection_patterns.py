@@ -42,19 +42,43 @@ V_OVR = ("ignore ignoring disregard disregarding forget forgetting override over
          "esqueça esquece esquecer desconsidere desconsidera desconsiderar despreze "
          "dimentica dimenticare dimentichi ignorare ignori trascura tralascia non+seguire "
          "игнорируй игнорируйте проигнорируй проигнорируйте игнорировать забудь забудьте "
-         "не+обращай+внимания+на не+обращайте+внимания+на отбрось отбросьте negeer vergeet zignoruj ignoruj zapomnij")
+         "не+обращай+внимания+на не+обращайте+внимания+на отбрось отбросьте ігноруй ігноруйте проігноруй negeer vergeet zignoruj ignoruj zapomnij")
 Q_ADJ = ("previous prior above earlier preceding foregoing former original initial aforementioned system developer "
          "anteriores previas precedentes originales iniciales de+arriba précédentes antérieures initiales ci-dessus "
          "vorherigen vorherige bisherigen bisherige obigen obige vorigen vorige früheren frühere ursprünglichen "
          "acima originais iniciais precedenti anteriori sopra originali iniziali предыдущ* прежн* прошл* "
-         "вышеуказанн* вышеизложенн* изначальн* ранее vorige eerdere poprzednie wcześniejsze")
+         "вышеуказанн* вышеизложенн* изначальн* ранее попередн* vorige eerdere poprzednie wcześniejsze")
 Q_POSS = "your tus sus vos tes deine ihre tuas suas tue твои свои ваши jouw twoje"
+N_ALL = (r"(?:requests|tasks|boundaries|limits|limitations|filters|ethics|morals|safeguards|policies|"
+         r"solicitudes|demandes|anfragen|richieste|pedidos|grenzen|limites|limiti)")
+ALL_ML = "todas|todos|toutes|tous|alle|allen|tutte|tutti|все|всех|усі|всі|wszystkie"
+# de fr es it pt: "you are (now) ..." (copula), "without ..." and what a persona is freed of
+COPULA = ("eres estas sei siete etes bist seid voce+e voce+esta tu+es tu+eres vous+etes sois sii actua actuar "
+          "agis agissez agisci comportati aja finge fingi")     # second person: "es" / "sind" alone are not
+WITHOUT_ML = r"(?:sin|sans|ohne|senza|sem|without)"
+LIMITS_ML = (r"(?:restricciones|restrictions|restriction|einschrankungen|einschraenkungen|beschrankungen|restrizioni|"
+             r"restricoes|limites|limiti|limitations|limits|grenzen|filtro|filtros|filtre|filtres|filter|filtri|zensur|"
+             r"censura|censure|reglas|regles|regeln|regole|regras|limitaciones|limitazioni|limitacoes)\b")
+UNBOUND_ML = r"(?:uneingeschrankt|uneingeschraenkt|unzensiert|ungefiltert|illimitado|illimite|illimitato|ilimitado)\w*"
+SYS_INSTR_ML = (r"(?:(?:tus|tes|vos|ton|ta|deine|deinen|deiner|dein|ihre|tue|tuoi|tua|tuo|le\s+tue|suas|teus|tuas|"
+                r"as\s+suas|sus|your)\s+)(?:\w{1,20}\s+)?(?:"
+                r"instrucciones|instructions|anweisungen|systemanweisungen|istruzioni|instrucoes|indicaciones|consignes|"
+                r"prompt|systemprompt|directrices|direttive|diretrizes)\b|"
+                r"(?:instrucciones|instructions|istruzioni|instrucoes|prompt)\s+(?:del\s+|de\s+|di\s+|do\s+)?"
+                r"(?:sistema|systeme)\b|systemanweisungen|systemprompt")
+NOW_YOU = (r"(?=[^\w\n]{1,4}(?:du|tu|vous|usted|voce|gibst|ignor|olvid|oubli|dimentic|esquec|vergiss|eres|sei|estas|"
+           r"es|ignora)\w*)")
+FOLLOW = r"(?:follow|execute|obey|comply|carry\s+out|perform|run)\b(?!\s+up\b)"
+ANSWERS = r"(?:answers?|responses?|replies|reply|summar\w+)"
+NOTHING_ELSE = r"\band\s+nothing\s+else\b"
+DESTRUCTIVE = (r"(?:delete|remove|drop|wipe|erase|destroy|purge|truncate|transfer|exec|execute|shell|run_shell|rm|kill|"
+               r"format|reset|send|post|upload|grant|disable|revoke|deploy|approve|pay|refund|withdraw)")
 N_OVR = A("instructions instruction rules prompts prompt directives directive guidelines guidance commands orders "
           "programming guardrails safeguards restrictions constraints policies training directions criteria "
           "instrucciones instrucción reglas indicaciones órdenes directrices normas consignes règles ordres "
           "anweisungen anweisung instruktionen befehle regeln vorgaben richtlinien anordnungen "
           "instruções instrução regras orientações diretrizes ordens istruzioni regole indicazioni direttive ordini "
-          "инструкци* указани* правил* команд* директив* установк* промпт* "
+          "инструкци* указани* правил* команд* директив* установк* промпт* інструкці* вказівк* "
           "instructies regels instrukcje polecenia zasady")
 Q_POST = A(Q_ADJ + " before+this before so+far until+now given+to+you you+were+given you've+been+given "
            "you+have+been+given you+received above+this")
@@ -68,7 +92,7 @@ FILL = (r"(?:{S}(?:me|us|back|out|again|now|please|the|your|its|all|of|full|enti
         r"{S}").format(S=S)
 TARGET_SYS = (r"(?:system|developer|hidden|secret|internal|initial|confidential|pre|meta)[ -]?(?:prompts?|"
               r"instructions|messages?|rules|directives)|(?:full|complete|entire|exact|original|first)\s+(?:system\s+)?"
-              r"prompt|(?:your|its|the\s+model's|the\s+assistant's)\s+(?:\w{1,20}\s+)?(?:prompt|instructions|"
+              r"prompt|(?:your|its|the\s+model's|the\s+assistant's)\s+(?:\w{1,20}\s+){0,2}?(?:prompt|instructions|"
               r"directives|programming|configuration|system\s+message)|(?:the\s+)?(?:instructions|prompt|rules)\s+"
               r"you\s+(?:were|have\s+been)\s+given")
 ABOVE = (r"(?:the\s+)?(?:text|words|content|instructions|prompt|everything|all|anything)\s+(?:above|before\s+this|"
@@ -78,8 +102,15 @@ SENSITIVE = (r"(?:(?:the|this|our|all|entire|full|whole|my|your|their)\s+)?(?:(?
              r"messages|messages|system\s+prompt|api[\s_-]?keys?|secrets?|passwords?|credentials|access\s+tokens?|"
              r"session\s+(?:id|cookie|token)s?|cookies|personal\s+data|user\s+data|private\s+data|history|instructions|"
              r"memory|context|emails?|files|contacts|documents|(?:credit\s+)?card\s+(?:details|numbers?)|payment\s+"
-             r"details|everything\s+above|text\s+above)\b")
-URLISH = r"(?:https?:|www\.|\burl\b|\bwebhook\b|\bendpoint\b|\w\.(?:com|net|org|io|co|ru|xyz|cn|info|biz|top|tk|cc)\b)"
+             r"details|customer\s+(?:list|data|emails?|records|database|details|addresses)|(?:internal|company|"
+             r"workspace)\s+(?:data|api\s+keys?|configuration|config)|everything\s+above|text\s+above)\b")
+URLISH = (r"(?:https?:|www\.|\burl\b|\bwebhook\b|\bendpoint\b|\w\.(?:com|net|org|io|co|ru|xyz|cn|info|biz|top|tk|cc|"
+          r"example|dev|app|ai|me|us|uk|de|fr|eu|site|online|link|sh)\b|(?:external|outside|third-party)\s+"
+          r"(?:address|server|email|e-mail|url|domain)|(?:adresse|direccion|indirizzo|endereco|adresse)\s+"
+          r"(?:externe|externa|esterno|externo|e-mail))")
+SENSITIVE_ML = (r"(?:historial|historique|verlauf|chatverlauf|cronologia|historico|conversacion|gesprach\w*|"
+                r"donnees|datos|dati|daten|dados|mots?\s+de\s+passe|contrasenas?|passw(?:o|ö)rt\w*|senhas?|"
+                r"cles\s+api|claves\s+api|api-schlussel\w*|chiavi\s+api|chaves\s+api)\b")
 REVEAL = ("reveal print show display output repeat recite tell give write dump leak share echo paste spell copy "
           "disclose expose type list divulge")
 TAIL_WORDS = "jailbreak injection attack exploit adversarial malicious"
@@ -108,18 +139,24 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("override_self", V_OVR, rf"\b{G(3)}{N_OVR}{S}(?:that\s+)?i\s+(?:gave|wrote|sent|said|provided|mentioned|typed)\b"),
     ("override", V_OVR, rf"\b{G(4)}(?:{A(Q_ADJ)}|{A(Q_POSS)})\b{G(2)}{N_OVR}\b"),
     ("override", V_OVR, rf"\b{G(3)}{N_OVR}\b{G(3)}{Q_POST}\b"),
-    ("override_all", V_OVR, rf"\b(?:{S}\w{{1,30}})?{S}(?:all|any|every|each)\b{G(2)}{N_OVR}\b"),
+    ("override_all", V_OVR, rf"\b(?:{S}\w{{1,30}})?{S}(?:all|any|every|each|{ALL_ML})\b{G(2)}(?:{N_OVR}|{N_ALL})\b"),
     ("override_self", V_OVR, rf"{S}(?:all\s+(?:of\s+)?)?(?:everything|what|anything)\s+i\s+(?:said|wrote|told)\b"),
+    ("forget_everything", V_OVR, r"\s+(?:alles|tout|todo|tutto|tudo|все|всё)\b(?!\s+(?:sobre|sur|uber|su|de|about)\b)"),
     ("forget_everything", V_OVR, rf"{S}(?:all\s+(?:of\s+)?)?(?:everything|anything|all\s+that|what)\b{G(3)}(?:above|"
      r"before|previously|prior|earlier|so\s+far|until\s+now|you\s+(?:were|have\s+been|'ve\s+been)\s+(?:told|given|"
      r"taught|instructed)|you\s+know|you\s+learned)\b"),
     ("override_user", V_OVR, r"\s+(?:the\s+|this\s+)?(?:user|human|customer|requester)(?:'s|s')?(?:\s+(?:question|"
      r"request|query|message|instructions?|prompt|input|wishes))?\b"),
     ("override_weak", V_OVR, rf"\b{G(2)}{N_OVR}\b"),
+    ("override_safety", V_OVR, r"(?:\s+\w{1,20}){0,2}?\s+(?:safety|ethical|ethics|moral|content|security)\s+"
+     r"(?:stuff|rules|guidelines|filters?|polic\w*|restrictions|guardrails|measures|protocols|concerns|training|checks)"),
+    ("override_above", V_OVR, r"(?:\s+(?:the|this|that|all|everything|it|of))*(?:\s+(?:text|passage|content|guidance|"
+     r"section|message|note|context|paragraph|document|information|request|question|task))?\s+(?:above|before\s+this)\b"),
+    ("override_above", V_OVR, r"\s+(?:it|this|them)\s+(?:entirely|completely|altogether)\b"),
     ("precedence", "supersedes supersede takes take overrides override replaces replace cancels voids invalidates "
      "nullifies", r"(?:\s+precedence\s+over)?\s+(?:(?:all|any|the|your)\s+){0,2}(?:previous|prior|earlier|other|"
      r"existing|original|system|above|preceding|former)\s+(?:\w{1,20}\s+)?(?:instructions?|rules|prompts?|"
-     r"directives?|guidelines|commands|orders)\b"),
+     r"directives?|guidelines|commands|orders|ones)\b"),
     ("override_word", "override overrides overriding overridden", r"\b"),
     ("safety_off", "disable deactivate bypass circumvent remove lift turn switch drop", r"(?:\s+off)?\s+(?:all\s+"
      r"(?:of\s+)?)?(?:your|its|any|all)\s+(?:\w{1,20}\s+){0,2}?(?:safety|content|ethical|ethics|moral|censorship)\b"),
@@ -140,7 +177,7 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("unfiltered_persona", "act acting behave respond answer reply pretend roleplay role play simulate become",
      rf"(?:[\s-]+play)?(?:\s+(?:as|like|to\s+be|the\s+role\s+of))?\s+(?:an?\s+)?(?:\w{{1,20}}\s+)?{ADJ_FREE}\b"),
     ("amoral_persona", "act acting behave respond answer reply pretend roleplay simulate become you", r"(?:\s+are)?"
-     r"(?:\s+(?:as|like|to\s+be))?\s+(?:now\s+)?(?:\w{1,20},\s+)?(?:an?\s+)?(?:unethical|amoral|immoral|lawless)\b"),
+     r"(?:\s+(?:as|like|to\s+be))?\s+(?:now\s+)?(?:\w{1,20},\s+)?(?:an?\s+)?(?:unethical|amoral|immoral|lawless|evil|malicious|unrestrained)\b"),
     ("pretend_unbound", "pretend imagine suppose assume hypothetically act", rf"(?:,?\s+if|\s+as\s+if|\s+like)?"
      rf"(?:\s+that)?\s+(?:you|u)\b{G(4)}(?:no|zero|without|free\s+(?:of|from)|(?:freed|released|liberated)\s+from|"
      rf"not\s+bound\s+by|unbound\s+by|none\s+of)\b{G(2)}{N2}"),
@@ -201,6 +238,103 @@ WORD_SPECS: list[tuple[str, str, str]] = [
      r"do\s+not|don't|make\s+sure)\b"),
     ("hidden_css", "display visibility font opacity color colour", r"(?:-size)?\s*:\s*(?:none|hidden|white|"
      r"transparent|#fff(?:fff)?|[0o](?:\.[0o]+)?(?:px|pt|em|rem|%)?(?![\w.]))\b"),
+    # "ignore (all) previous instructions" in vi, tr, sw, id (ar, hi, th: MARKUP_SPECS)
+    ("override", "bo", r"\s+qua\s+(?:tat\s+ca\s+)?(?:(?:cac|nhung)\s+)?(?:huong\s+dan|chi\s+dan|chi\s+thi|lenh|quy\s+tac)\b"),
+    ("override", "onceki talimatlari", r"(?:\s+tum)?(?:\s+talimat\w*)?\s+(?:yok\s+say|gormezden\s+gel|unut)\w*"),
+    ("override", "puuza", r"\s+(?:maagizo|maelekezo|amri|sheria)\b"),
+    ("override", "abaikan", r"\s+(?:semua\s+)?(?:instruksi|perintah|arahan|aturan)\b"),
+    # instructions embedded in documents and tool results
+    ("destructive_tool", "call invoke use run execute trigger calling invoking", rf"\s+(?:the\s+)?(?:tool\s+|function\s+)?"
+     rf"{DESTRUCTIVE}_[a-z_]{{2,40}}\b"),
+    ("tool_exfil", "call invoke use run execute trigger calling invoking", r"\s+(?:the\s+)?(?:tool\s+|function\s+)?"
+     r"[a-z]{2,20}_[a-z_]{2,40}\b[^\n]{0,40}?(?:https?:|www\.)"),
+    ("tool_call", "call invoke use run execute trigger calling invoking", r"\s+(?:the\s+)?(?:tool\s+|function\s+)?"
+     r"[a-z]{2,20}_[a-z_]{2,40}\b"),
+    ("destructive_tool", "function tool", rf"\s+call\s*:\s*{DESTRUCTIVE}_[a-z_]{{2,40}}\s*\("),
+    ("override", "regardless irrespective", rf"\s+of{G(3)}(?:{A(Q_ADJ)}|{A(Q_POSS)})\b{G(2)}{N_OVR}\b"),
+    ("regardless_user", "regardless irrespective", r"\s+of\s+(?:what|whatever)\s+(?:the\s+)?(?:user|customer|human|"
+     r"question)\s+(?:asks|says|wants|requests|is)\b|\s+of\s+(?:the\s+)?(?:topic|question|user's\s+(?:question|"
+     r"request))\b"),
+    ("task_cancelled", "previous prior original current earlier", r"\s+(?:\w{1,20}\s+)?(?:task|request|"
+     r"question|instructions?|assignment|guidance|rules)\s+(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?"
+     r"(?:cancelled|canceled|void|obsolete|superseded|revoked|invalid|no\s+longer\s+valid)\b"),
+    ("safety_off", "disable deactivate bypass circumvent remove lift turn switch drop", r"(?:\s+off)?\s+(?:the\s+)?"
+     r"(?:safety|ethical|moral|content)\s+(?:filters?|guidelines|guardrails|checks|restrictions|polic\w*)"),
+    ("new_instructions", "new urgent important", r"(?:\s+(?:important|urgent|new|priority))*\s+(?:instructions?|task|"
+     r"directives?|orders)\b[ \t]*(?:\*|:|!)"),
+    ("new_instructions", "neue nuevas nouvelles nuove novas nuevo nouveau", r"\s+(?:\w{1,20}\s+)?(?:anweisungen|"
+     r"instrucciones|instructions|consignes|istruzioni|instrucoes|aufgabe|tarea|tache|compito|tarefa)\b[ \t]*:"),
+    ("from_now_on", "from", r"\s+now\s+on\b(?=[^\w\n]{1,4}(?:always|never|only|respond|reply|answer)\b)"),
+    ("from_now_on", "sofort desormais dorenavant poi partir", rf"(?:\s+de\s+(?:ahora|maintenant|agora))?{NOW_YOU}"),
+    # persona, de fr es it pt
+    ("persona_ml", COPULA, rf"(?:\s+\w{{1,20}}){{0,4}}?\s+{WITHOUT_ML}\s+(?:\w{{1,20}}\s+)?{LIMITS_ML}"),
+    ("persona_ml", COPULA, rf"(?:\s+\w{{1,20}}){{0,2}}?\s+{UNBOUND_ML}"),
+    ("dev_mode", "modo mode modalita modus", r"\s+(?:de\s+)?(?:desarrollador|developpeur|sviluppatore|"
+     r"desenvolvedor|entwickler|dios|dieu|admin|administrador|administrateur|sin\s+restricciones|sans\s+restrictions)\b"),
+    ("dev_mode", "entwicklermodus developermodus", r"\b"),
+    ("dev_mode", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:in|operating\s+in|running\s+in)\s+(?:test|testing|"
+     r"diagnostic|debugging)\s+mode\b"),
+    ("without_limits", "sin sans ohne senza sem without", rf"\s+(?:any\s+|ninguna\s+|aucune\s+|jegliche\s+|alcuna\s+)?"
+     rf"(?:\w{{1,20}}\s+)?{LIMITS_ML}"),
+    ("amoral_persona", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:an?\s+)?(?:evil|malicious|unrestrained|no[\s-]+limits?)\b"),
+    ("amoral_persona", "without", r"\s+(?:any\s+)?regard\s+(?:for|to)\s+(?:legality|ethics|morals|morality|safety|"
+     r"rules|the\s+law|consequences|harm)\b"),
+    ("no_content_policy", "no without zero", r"\s+(?:any\s+)?(?:content|safety|ethical|moral)\s+(?:restrictions|"
+     r"filters?|filtering|polic\w*|guidelines|rules|limits|constraints|boundaries|limitations|guardrails)\b"),
+    ("no_content_policy", "no none", r"\s+(?:of\s+the\s+|of\s+your\s+)?(?:rules|restrictions|guidelines|limits)\s+"
+     r"(?:apply|applies|exist)\b"),
+    ("no_content_policy", "mode", r"\s+(?:has|with)\s+no\s+(?:restrictions|limits|filters|rules)\b"),
+    ("no_disclaimers", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?(?:filters?|filtering|refusals?)\b"),
+    # exfiltration and reveal, de fr es it pt
+    ("reveal_prompt", "revela revelame muestra muestrame dime rivela rivelami mostra mostrami dimmi revele montre "
+     "montrez affiche dis verrate verrat zeige zeig nenne mostre diga revelez gib gebe sag sage ecris escribe scrivi "
+     "escreva imprime imprimez stampa repite ripeti repete wiederhole nomme copia copie", rf"(?:[\s-]+(?:me|moi|mir|mi|nos))?"
+     rf"(?:\s+\w{{1,20}}){{0,2}}?\s+(?:{SYS_INSTR_ML})"),
+    ("exfil_send", "envoie envoyez envoyer envia envie enviar manda mandar sende sendet schicke schick invia inviare "
+     "inoltra transmets reenvia encaminhe", rf"(?:{S}\w{{1,30}}){{0,5}}?{S}(?:{SENSITIVE}|{SENSITIVE_ML})[^\n]{{0,80}}?"
+     + URLISH),
+    ("send_url", "envoie envoyez envoyer envia envie enviar manda mandar sende sendet schicke schick invia inviare "
+     "transmets send forward post upload", r"\b[^\n]{0,80}?\b(?:to|at|a|an|para|per|via|into)\s+(?:l')?[\w.+-]{0,40}?" + URLISH),
+    ("collect_data", "collect gather harvest extract compile rassemble recopila recoge raccogli sammle sammeln colete "
+     "reune", rf"(?:{S}\w{{1,30}}){{0,3}}?{S}(?:{SENSITIVE}|donnees\s+clients?|datos\s+de(?:\s+los)?\s+clientes|"
+     r"dati\s+(?:dei\s+)?clienti|kundendaten|dados\s+(?:dos\s+)?clientes)"),
+    # encoded payloads: asked to decode and obey
+    ("decode_follow", "decode decipher decrypt unscramble", r"[^.\n]{0,60}?\b(?:and|then|,)\s+(?:\w{1,20}\s+){0,2}?"
+     + FOLLOW),
+    ("decode_follow", "translate apply", r"[^.\n]{0,60}?\b(?:and|then|,)\s+(?:\w{1,20}\s+){0,2}?(?=" + FOLLOW
+     + r")(?:(?:follow|obey|carry\s+out)\s+(?:it|them|the\s+(?:instructions?|commands?)|what\s+it\s+says)\b|"
+     r"comply\b(?!\s+with))"),
+    # markup around injected text
+    ("context_escape", "end", r"\s+of\s+(?:the\s+)?(?:user\s+)?(?:input|prompt|query|document|context|instructions|data|"
+     r"conversation|message)\s*(?:#|-{2}|={2}|\*|\]|>)"),
+    ("authority_note", "note message notice instruction instructions", r"\s+from\s+(?:the\s+|your\s+)?(?:developers?|"
+     r"admins?|administrators?|system|operators?|security\s+team|it\s+department)\b"),
+    ("authority_note", "hidden secret", r"\s+(?:instructions?|directive|command|note)\s*:"),
+    ("authority_note", "systemhinweis systemnachricht systemnotiz", r"\b"),
+    # what a planted instruction asks of every answer
+    ("answer_directive", "every any each", r"\s+(?:future\s+)?(?:answers?|responses?|replies|reply|summar\w+)\b"
+     r"[^.\n]{0,60}?\b(?:must|should|shall|has\s+to|needs\s+to)\s+(?:always\s+)?(?:include|end|start|begin|cite|"
+     r"contain|mention|be\s+(?:phrased|prefixed))"),
+    ("answer_directive", "append add include insert cite end", r"[^.\n]{0,60}?\b(?:to|at|in)\s+(?:the\s+(?:end|start)\s+"
+     r"of\s+)?(?:every|each|all|any)\s+(?:future\s+)?" + ANSWERS),
+    ("nothing_else", "reply respond answer output say print return", r"(?:\s+only)?(?:\s+with)?(?:\s+exactly)?[^\n]{1,80}?"
+     + NOTHING_ELSE),
+    ("credentials", "respond reply answer", r"\s+with\s+(?:\w{1,20}\s+){0,3}?(?:api[\s_-]?keys?|secret\s+keys?|"
+     r"passwords?|credentials|access\s+tokens?|private\s+keys?)\b"),
+    ("instead_respond", "instead", r",?\s+(?:respond|reply|answer|output|say|print|return)\b|\s+of\s+(?:answering|"
+     r"responding\s+to|replying\s+to)\b"),
+    ("forced_reply", "reply respond answer output say print return", r"\s+(?:only\s+)?(?:with\s+)?(?:exactly|only|"
+     r"just|solely)\b(?!\s+(?:one|two|three|yes|no|a|an|the|in|if|when|to)\b)"),
+    ("new_task", "your", r"\s+(?:new|real|actual|true|only|next|updated)\s+(?:task|goal|job|purpose|mission|"
+     r"objective|instructions?)\s+(?:is|are|will\s+be)\b"),
+    ("task_cancelled", "cancel abort abandon", r"\s+(?:all\s+|the\s+|your\s+|any\s+)?(?:(?:previous|original|prior|"
+     r"earlier|above)\s+(?:tasks?|instructions|requests?)|(?:all\s+|your\s+)?(?:previous\s+)?instructions)\b"),
+    ("instead_respond", "instead", r"\s+of\s+(?:summari[sz]\w*|translat\w*|answer\w*|respond\w*|repl\w*|"
+     r"follow\w*|doing\s+(?:that|this|what))\b"),
+    ("xss_payload", "onerror onload", r"\s*="),
+    ("xss_payload", "javascript", r":"),
+    ("include_response", "include insert add put mention cite quote", r"(?:\s+[\w'-]{1,30}){0,5}?\s+in\s+(?:your|the|"
+     r"every|each)\s+(?:next\s+|future\s+)?(?:response|answer|reply|output|summary)\b"),
     ("system_prompt_mention", "system hidden secret developer initial meta pre",
      r"[ -]?(?:prompt|instructions)\b|(?<=system)[ -]?message\b"),
 ]
@@ -211,7 +345,10 @@ WORD_SPECS: list[tuple[str, str, str]] = [
 # "what is", "explain" and "convert"; "say", "write", "answer" ... "pwned" tried at every
 # such verb).
 NEEDS: list[tuple[str, tuple[str, ...]]] = [(TAIL, tuple(TAIL_WORDS.split())), (ENCODED, tuple(ENCODED_WORDS.split())),
-                                            (PWNED, tuple(PWNED_WORDS.split()))]
+                                            (PWNED, tuple(PWNED_WORDS.split())),
+                                            (FOLLOW, ("follow", "execute", "obey", "comply", "carry", "perform", "run")),
+                                            (ANSWERS, ("answer", "response", "repl", "summar")),
+                                            (NOTHING_ELSE, ("nothing",))]
 
 ZH_V = "忽略 无视 無視 忽视 忽視 忘记 忘記 忘掉 不要理会 不要理會 跳过 跳過 抛弃 拋棄 放弃 放棄 不要遵守 不再遵守 别管 別管"
 ZH_REST = (r"[^。！？!?\n]{0,8}?(?:之前|以前|先前|上面|上述|前面|此前|原来|原來|原有|原始|所有|全部|一切|你的|系统|系統)"
@@ -245,4 +382,9 @@ MARKUP_SPECS: list[tuple[str, str, str]] = [
     *[("override", w[0], w[1:] + JA_REST) for w in "以前 前 上記 これまで 先ほど 最初 全て すべて".split()],
     *[("override", w[0], w[1:] + KO_REST) for w in "이전 앞의 위의 기존 모든".split()],
     *[("reveal_prompt", w[0], w[1:] + ZH_SHOW_REST) for w in ZH_SHOW.split()],
+    ("override", "ت", r"جاهل[^.!?\n،]{0,40}?(?:التعليمات|الأوامر|الإرشادات|القواعد|التوجيهات)"),
+    ("override", "न", r"िर्देशों[^।!?\n]{0,30}?(?:अनदेखा|नज़रअंदाज़|भूल)"),
+    ("override", "प", r"िछले[^।!?\n]{0,30}?(?:निर्देश|आदेश)[^।!?\n]{0,20}?(?:अनदेखा|नज़रअंदाज़|भूल)"),
+    ("override", "เ", r"พิกเฉย[^\n]{0,40}?คำสั่ง"),
+    ("override", "ล", r"ะเว้น[^\n]{0,40}?คำสั่ง"),
 ]
