@@ -93,7 +93,7 @@ class Gateway:
                 await self._lifespan(receive, send)
             return
         path = scope["path"]
-        if (path in self._own_paths or path.startswith(("/admin/", "/v1/jobs"))) and await self._own(
+        if (path in self._own_paths or path.startswith(("/admin/", "/v1/jobs", "/_mock/"))) and await self._own(
                 path, scope, receive, send):
             return
         runner = self.runner
@@ -142,6 +142,13 @@ class Gateway:
             await send_metrics(send)
         elif path.startswith("/v1/jobs"):
             await self._jobs(scope, receive, send)
+        elif path.startswith("/_mock/"):
+            # the built-in mock's controls (stats, release, reset) on the gateway's own port,
+            # when an upstream is builtin:mock (the quickstart); else route_denied as before
+            mock = self.services.extras.get("builtin_mock")
+            if mock is None:
+                return False
+            await mock(scope, receive, send)
         else:
             admin = self.services.extras.get("admin")
             if admin is None:

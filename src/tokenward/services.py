@@ -77,7 +77,8 @@ class Services:
         if builtin:
             from .mock.server import start_mock, stop_mock
 
-            server, port, _ = await start_mock("127.0.0.1", 0)
+            server, port, mock_app = await start_mock("127.0.0.1", 0)
+            self.extras["builtin_mock"] = mock_app   # its /_mock/* controls, served on the gateway's port (app.py)
 
             async def close_mock() -> None:
                 await stop_mock(server)

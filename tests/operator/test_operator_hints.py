@@ -85,3 +85,10 @@ async def test_a_concurrency_limit_429_carries_retry_after():
             await mock.release("h31")
             assert (await held).status_code == 200
             assert (await client.post(gw.url + "/v1/chat/completions", json=chat())).status_code == 200
+
+
+def test_serve_help_says_what_stops_a_start_and_what_does_not():
+    text = " ".join(CliRunner().invoke(app, ["serve", "--help"], terminal_width=200).stdout.split())
+    assert "the key store cannot be opened" in text
+    assert "A budget store or backend that does not answer does not stop it" in text
+    assert "/readyz is 503 naming it" in text
