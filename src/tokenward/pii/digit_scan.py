@@ -49,6 +49,7 @@ from .digit_shapes import (
     TRIGGER,
 )
 from .keyworded import KEYED_ENTITIES, classify_runs
+from .phones import in_version_context, national_phone, with_extension
 from .spans import DIGIT_CHARS, Span
 
 __all__ = ["DigitScan", "all_runs", "trigger_runs"]
@@ -146,7 +147,7 @@ def _card(m: re.Match[str]) -> Span | None:
         offset += 1
     for k in range(len(groups), 2, -1):
         number = "".join(groups[:k])
-        if 13 <= len(number) <= 19 and luhn_valid(number) and card_brand_plausible(number):
+        if 12 <= len(number) <= 19 and luhn_valid(number) and card_brand_plausible(number):
             return (m.start(), m.start() + ends[k - 1], "CREDIT_CARD")
     return None
 
@@ -173,7 +174,8 @@ def _iban(m: re.Match[str]) -> Span | None:
 
 
 def _ipv4(text: str, s: int, out: list[Span]) -> bool:
-    """Whether a valid dotted quad starts at ``s`` (and is appended to ``out``)."""
+    """Whether a valid dotted quad starts at ``s`` (appended to ``out`` unless a version word
+    comes before it: ``phones.in_version_context``)."""
     m = IPV4.match(text, s)
     if m is None:
         return False
@@ -181,8 +183,18 @@ def _ipv4(text: str, s: int, out: list[Span]) -> bool:
         ipaddress.IPv4Address(m.group())
     except ValueError:
         return False
-    out.append((s, m.end(), "IP_ADDRESS"))
+    if not in_version_context(text, s):  # "firmware 4.15.6.17" is a version: taken, not reported
+        out.append((s, m.end(), "IP_ADDRESS"))
     return True
+
+
+def _street_ok(m: re.Match[str], number_len: int) -> bool:
+    """Not a title such as "10 Main Points": a house number of one or two digits before a
+    plural suffix with nothing after it (no unit, no city) is taken for a count of things."""
+    if number_len > 2:
+        return True
+    last = m.group().rsplit(" ", 1)[-1]
+    return not (last.endswith("s") and last not in ("Pass", "Mews") and last[0].isupper())
 
 
 def _may_be_keyworded(text: str, s: int, e: int, before: str, after: str) -> bool:
@@ -227,10 +239,13 @@ class DigitScan:
             if before == "+":
                 if self.phone and (m := INTL_PHONE.match(text, s - 1)):
                     if span := _intl_phone(m):
-                        out.append(span)
+                        out.append(with_extension(text, span))
                 continue
-            if before == "(" and self.phone and e - s == 3 and (m := NANP.match(text, s - 1)):
-                out.append((m.start(), m.end(), "PHONE"))
+            if before == "(" and self.phone:
+                if e - s == 3 and (m := NANP.match(text, s - 1)):
+                    out.append(with_extension(text, (m.start(), m.end(), "PHONE")))
+                elif text[s] == "0" and (span := national_phone(text, s - 1)):
+                    out.append(with_extension(text, span))
             if before in _WORD_CHARS:
                 claimed = self._after_letters(text, s, e, out, claimed)
                 continue
@@ -263,7 +278,7 @@ class DigitScan:
             if bitcoin_base58_valid(m.group()):
                 out.append((s, m.end(), "CRYPTO"))
                 return m.end()
-        if self.street and e - s <= 6 and (m := STREET.match(text, s)):
+        if self.street and e - s <= 6 and (m := STREET.match(text, s)) and _street_ok(m, e - s):
             out.append((s, m.end(), "STREET_ADDRESS"))
         return claimed
 
@@ -278,12 +293,15 @@ class DigitScan:
             if self.ssn and length == 3 and (m := SSN.match(text, s)):
                 if ssn_valid(m.group(1), m.group(3), m.group(4)):
                     out.append((s, m.end(), "US_SSN"))
-            if self.street and length <= 6 and (m := STREET.match(text, s)):
+            if self.street and length <= 6 and (m := STREET.match(text, s)) and _street_ok(m, length):
                 out.append((s, m.end(), "STREET_ADDRESS"))
-        if self.phone and (length == 3 or (length == 1 and text[s] == "1")) and after in " .-(":
-            if m := NANP.match(text, s):
-                out.append((s, m.end(), "PHONE"))
-        if self.card and 13 <= length <= 19 and (m := CARD.match(text, s)):
+        if self.phone and after in " .-(":
+            if length == 3 or (length == 1 and text[s] == "1"):
+                if m := NANP.match(text, s):
+                    out.append(with_extension(text, (s, m.end(), "PHONE")))
+            if text[s] == "0" and length <= 6 and (span := national_phone(text, s)):
+                out.append(with_extension(text, span))
+        if self.card and 12 <= length <= 19 and (m := CARD.match(text, s)):
             if span := _card(m):
                 out.append(span)
                 claimed = span[1]

@@ -1,4 +1,5 @@
-"""Keyworded digit runs: bank accounts, routing numbers, bare SSNs and bare phones.
+"""Keyworded digit runs: bank accounts, routing numbers, bare SSNs and bare phones (North
+American, or national behind a trunk prefix 0).
 
 A bank account number has no checksum, and a bare 9- or 10-digit run could be almost
 anything, so these are reported only next to a keyword that says what they are
@@ -119,7 +120,9 @@ def classify_runs(text: str, runs: list[tuple[int, int]]) -> list[Span]:
         elif n == 9 and "ssn" in kinds and ssn_valid(number[:3], number[3:5], number[5:]):
             out.append((s, e, "US_SSN"))
         elif "phone" in kinds and (
-            (n == 10 and nanp_valid(number)) or (n == 11 and number[0] == "1" and nanp_valid(number[1:]))
+            (n == 10 and nanp_valid(number))
+            or (n == 11 and number[0] == "1" and nanp_valid(number[1:]))
+            or (9 <= n <= 12 and number[0] == "0" and number[1] != "0")  # a national number: 0121..., 06...
         ):
             out.append((s, e, "PHONE"))
         elif "account" in kinds:
