@@ -2,7 +2,8 @@
 
 Records are encoded on the request path but written in batches: a buffer flushed every
 100 ms (or when it passes 64 KiB), so a busy gateway does one write per batch rather than
-one per request. Records never hold a key, a prompt or a completion.
+one per request. Records never hold a key, a prompt, a completion or a raw path (the route template;
+observe/routes.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import msgspec
 
 from ..pipeline.context import RequestContext
 from ..reconcile.usage import Usage
+from .routes import OTHER, path_shape, template
 
 
 class DecisionRecord(msgspec.Struct, omit_defaults=True):
@@ -39,13 +41,16 @@ class DecisionRecord(msgspec.Struct, omit_defaults=True):
     notes: dict[str, Any] | None = None
     answered_by: str | None = None     # a stage that answered the request itself (the cache)
     screening: dict[str, Any] | None = None   # scores and outcomes per detector, never text
+    path_shape: str | None = None      # route ``other`` only: the path's shape, no value (observe/routes.py)
 
 
 def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
     principal = ctx.principal
+    route = ctx.route    # the template, never the raw path (observe/routes.py)
+    route = route.path if route is not None else template(ctx.path)
     # Positional, in field order: this runs once per request.
     return DecisionRecord(
-        time.time(), ctx.request_id, ctx.method, ctx.path, ctx.lifecycle.state.value, ctx.status,
+        time.time(), ctx.request_id, ctx.method, route, ctx.lifecycle.state.value, ctx.status,
         ctx.deciding_stage, ctx.reason, ctx.model, ctx.stream,
         principal.tenant if principal is not None else None,
         principal.key_id if principal is not None else None,
@@ -56,6 +61,7 @@ def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
         ctx.notes,
         ctx.answered_by,
         ctx.screening.record if ctx.screening is not None else None,
+        path_shape(ctx.path) if route == OTHER else None,
     )
 
 

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from ..pipeline.context import RequestContext
+from .routes import template
 
 
 # Time histograms (a stage, a backend's first answer) count in powers of two of a
@@ -82,7 +83,9 @@ class GatewayMetrics:
     def observe(self, ctx: RequestContext) -> None:
         principal = ctx.principal
         tenant = principal.tenant if principal is not None else ""
-        self.decisions[(ctx.path, ctx.deciding_stage or "", ctx.reason or "ok", tenant)] += 1
+        route = ctx.route     # the label is the route's template, never the path (observe/routes.py)
+        self.decisions[(route.path if route is not None else template(ctx.path), ctx.deciding_stage or "",
+                        ctx.reason or "ok", tenant)] += 1
         stage_time = self.stage_time
         for name, ns in ctx.timings:      # add_ns, inlined: ten stages a request
             slot = stage_time[name]
