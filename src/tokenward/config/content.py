@@ -14,11 +14,41 @@ class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=T
     pass
 
 
+class HttpDetector(_Strict):
+    """``detector: http``: a classification service the operator runs (docs/screening.md).
+
+    ``api: classify`` is vLLM's ``POST /classify`` for a sequence-classification model
+    (Prompt Guard, ...): ``{"model", "input": [texts]}`` -> ``{"data": [{"probs": [...]}]}``,
+    the score ``probs[label_index]``. ``api: moderations`` is an OpenAI-compatible
+    ``POST /v1/moderations``: ``{"model", "input": [texts]}`` -> ``{"results": [{"flagged",
+    "category_scores"}]}``, the score the largest of ``categories`` (all when None), or 1.0
+    for a flagged result without scores."""
+
+    url: str                                   # the full endpoint URL, e.g. http://10.0.0.7:8000/classify
+    api: Literal["classify", "moderations"] = "classify"
+    model: str = ""
+    label_index: int = 1                       # classify: which class is the attack
+    categories: tuple[str, ...] | None = None  # moderations: which categories count
+    api_key_env: str | None = None             # sent as "authorization: Bearer <value>"
+    batch_window_ms: float = 2.0               # concurrent texts wait this long to share one call
+    max_batch: int = 32                        # texts per call
+    max_chars: int = 2000                      # a longer text is sent in windows, the max taken
+    cache_entries: int = 10_000                # verdicts, under a keyed hash of the text (LRU)
+    connections: int = 8
+
+
 class InjectionScreening(_Strict):
     """A prompt-injection / jailbreak screener under the graded policy (docs/screening.md)."""
 
-    # "heuristic" (built in), "classifier" (the ML extra), or "python:module:factory"
+    # "heuristic" (built in), "classifier" (the ML extra), "http" (a service, ``http:``
+    # below), or "python:module:factory"
     detector: str = "heuristic"
+    # several at once: each scores the request, then ``combine`` (max, or the weighted mean
+    # with ``weights``, 1 each by default) gives the policy's score; ``detector`` is ignored
+    detectors: tuple[str, ...] | None = None
+    combine: Literal["max", "weighted"] = "max"
+    weights: dict[str, float] | None = None
+    http: HttpDetector | None = None
     block_at: float = 0.9            # score >= block_at: refused, content_blocked
     restrict_at: float = 0.6         # admitted without tools, output clamped
     shadow: bool = False             # decide and record, never act
@@ -81,6 +111,8 @@ def ranges(bound: type) -> dict[type, dict[str, object]]:
     positive, fraction = bound(0, open_lo=True), bound(0, 1)
     return {
         InjectionScreening: {"block_at": fraction, "restrict_at": fraction, "timeout_ms": positive},
+        HttpDetector: {"batch_window_ms": bound(0), "max_batch": positive, "max_chars": bound(200),
+                       "cache_entries": bound(0), "connections": positive, "label_index": bound(0)},
         PiiScreening: {"timeout_ms": positive},
         CacheConfig: {"ttl_seconds": positive, "max_entries": positive, "max_bytes": positive,
                       "max_entry_bytes": positive, "timeout_ms": positive},

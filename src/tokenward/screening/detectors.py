@@ -1,7 +1,8 @@
 """The built-in detectors behind the ``Screener`` protocol, by the names the config uses.
 
-injection: ``heuristic`` (screening/injection.py, the light default) and ``classifier``
-(the optional ML extra, screening/classifier.py). personal data: ``patterns``
+injection: ``heuristic`` (screening/injection.py, the light default), ``classifier``
+(the optional ML extra, screening/classifier.py) and ``http`` (a service the operator runs,
+screening/remote.py), alone or several combined (screening/combined.py). personal data: ``patterns``
 (pii/patterns.py, validated patterns) and ``presidio`` (the optional extra,
 pii/presidio.py). Any of them may be replaced by ``python:module:factory``.
 """
@@ -109,7 +110,26 @@ INJECTION = {"heuristic": _heuristic, "classifier": _classifier}
 PII = {"patterns": _patterns, "presidio": _presidio}
 
 
-def injection_screener(spec: str) -> Screener:
+def injection_screener(spec: str, cfg: Any = None) -> Screener:
+    """The policy's injection screener: ``spec`` (a name or ``python:module:factory``), or,
+    when the policy (``cfg``, config.content.InjectionScreening) names ``detectors``, all of
+    them combined (screening/combined.py). ``http`` takes its settings from ``cfg.http``."""
+    if cfg is not None and cfg.detectors:
+        from .combined import Combined
+
+        return Combined([_injection_one(name, cfg) for name in cfg.detectors], cfg.combine, cfg.weights)
+    if cfg is not None and (cfg.weights or cfg.combine != "max"):
+        raise ValueError("combine and weights apply to detectors: [...] (two or more)")
+    return _injection_one(spec, cfg)
+
+
+def _injection_one(spec: str, cfg: Any) -> Screener:
+    if spec == "http":
+        if cfg is None or cfg.http is None:
+            raise ValueError("detector http needs an http: section (url, api, model)")
+        from .remote import RemoteInjection
+
+        return RemoteInjection(cfg.http)
     return load(spec, INJECTION)
 
 
