@@ -70,7 +70,7 @@ class CompiledPolicy:
         self.output_find = None
         try:
             if self.injection is not None:
-                self.injection_screener = injection_screener(self.injection.detector)
+                self.injection_screener = injection_screener(self.injection.detector, self.injection)
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"screening.policies.{name}.injection.detector", str(exc)) from None
         try:
