@@ -22,6 +22,8 @@ from .http.responses import send_json, send_refusal
 from .http.routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
 from .observe.metrics import METRICS, send_metrics, start_shared
+from .observe.routes import known_routes
+from .observe.known import seed as seed_known_series
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
 from .services import Services
@@ -54,6 +56,7 @@ class Gateway:
         self._id_prefix = "req_" + os.urandom(4).hex()
         self._forwarder: Forwarder | None = None
         self._models = ModelList(config)
+        known_routes(r.path for r in config.routes or ())   # the route labels metrics may take
         self._metrics_public = config.server.expose_metrics
         self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json", "/metrics"))
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -63,6 +66,7 @@ class Gateway:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
         await start_shared()   # with several workers: listen for the others' scrapes
+        await seed_known_series(self.services)   # zeros for the configured label sets (observe/known.py)
         admin = self.services.extras.get("admin")
         if admin is not None:
             admin.actions["reload"] = self._reload

@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -84,3 +85,40 @@ async def test_every_metric_they_use_is_exported(tmp_path, backend):
         missing = sorted(names - exported)
         assert not missing, f"{where} uses metrics /metrics does not export (with samples): {missing}"
     assert 'tokenward_abuse_actions_total{action="suspend",automatic="true",rule="burst",shadow="false",subject="key"}' in text
+
+
+async def test_a_fresh_gateway_exports_every_metric_they_use(tmp_path, backend):
+    """Issue 31 item 7: before any request, every metric the dashboard and the alerts name
+    has a sample (zeros for the label sets the configuration fixes: observe/known.py), so
+    no panel says "No data". A separate process: this one's metrics saw other tests."""
+    from tests.identity.conftest import ADMIN_TOKEN, ADMIN_TOKEN_ENV
+    from tests.support import spawn_gateway
+
+    rules = [{"name": "burst", "when": {"hour_requests": 4}, "action": "suspend", "duration_s": 600}]
+    config = write_config(
+        tmp_path, backend.port, server={"expose_metrics": True},
+        abuse={"shadow": False, "batch_s": 0.1, "min_history_days": 0, "rules": rules},
+        screening={"policies": {"standard": {"injection": {"detector": "heuristic"},
+                                             "pii": {"mode": "tokenize"}}}},
+        cache={"store": "memory"},
+        tenants={"acme": {"plan": "team", "overrides": {"screening": "standard", "cache": True}}})
+    environ = {"TOKENWARD_CACHE_KEY": "k" * 32, ADMIN_TOKEN_ENV: ADMIN_TOKEN}
+    async with gateway(config, environ=environ) as gw:     # a key in the store, as after any first day
+        await gw.new_key()
+    proc = await asyncio.to_thread(spawn_gateway, config, environ)    # the backend answers meanwhile
+    try:
+        async with httpx.AsyncClient(base_url=proc.url, timeout=10.0) as client:
+            text = (await client.get("/metrics")).text
+    finally:
+        await asyncio.to_thread(proc.stop)
+    exported = {sample.name for family in text_string_to_metric_families(text) for sample in family.samples}
+    for where, names in used_metrics().items():
+        missing = sorted(names - exported)
+        assert not missing, f"{where} uses metrics a fresh gateway does not export (with samples): {missing}"
+    for wanted in ('tokenward_abuse_actions_total{action="suspend",automatic="true",rule="burst",shadow="false",'
+                   'subject="key"} 0.0', 'tokenward_abuse_exempted_total{rule="burst"} 0.0',
+                   'tokenward_cache_saved_tokens_total{tenant="acme"} 0.0',
+                   'tokenward_cache_saved_usd_total{tenant="acme"} 0.0',
+                   'tokenward_controls_active{kind="suspend",shadow="false"} 0.0'):
+        assert wanted in text, wanted
+    assert "route=\"other\"" not in text      # nothing happened: no request was counted

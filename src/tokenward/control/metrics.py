@@ -12,7 +12,9 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from ..config.abuse import ACTIONS
 from ..observe.metrics import register
+from .model import KINDS
 
 
 class EnforcementMetrics:
@@ -76,13 +78,16 @@ class EnforcementMetrics:
     def _collect_controls(self):
         active = GaugeMetricFamily("tokenward_controls_active", "Controls in force (abuse actions, pauses, "
                                    "exemptions), by kind", labels=["kind", "shadow"])
-        counts: dict[tuple[str, str], int] = defaultdict(int)
+        # every kind at zero from the start (a dashboard panel shows 0, not "No data")
+        counts: dict[tuple[str, str], int] = {(kind, "false"): 0 for kind in sorted(KINDS)}
+        counts.update({(kind, "true"): 0 for kind in ACTIONS})
         runtime = self.runtime
         if runtime is not None:
             now = runtime.now()
             for control in runtime.view.controls:
                 if control.active_at(now):
-                    counts[(control.kind, "true" if control.shadow else "false")] += 1
+                    key = (control.kind, "true" if control.shadow else "false")
+                    counts[key] = counts.get(key, 0) + 1
         for key, value in counts.items():
             active.add_metric(list(key), value)
         yield active
