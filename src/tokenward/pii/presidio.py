@@ -63,6 +63,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 
 from .patterns import ENTITIES as BUILTIN_ENTITIES
 from .patterns import PatternDetector, Span, choose_entities
+from .names import recover_names
 from .spans import keep_apart
 
 __all__ = ["ENTITIES", "FROM_PRESIDIO", "MIN_SCORE", "PresidioDetector"]
@@ -215,9 +216,11 @@ class PresidioDetector:
     name = "presidio"
 
     def __init__(
-        self, entities: Iterable[str] | None = None, *, min_score: float = MIN_SCORE, builtin: bool = True
+        self, entities: Iterable[str] | None = None, *, min_score: float = MIN_SCORE, builtin: bool = True,
+        names: bool = True,
     ) -> None:
-        """``builtin=False`` leaves the built-in patterns out (Presidio alone, for comparison)."""
+        """``builtin=False`` leaves the built-in patterns out, ``names=False`` the name cues
+        (``names.recover_names``): Presidio alone, for comparison."""
         chosen = self.entities = choose_entities(entities, ENTITIES)
         self.min_score = min_score
         ours = chosen & set(BUILTIN_ENTITIES)
@@ -225,13 +228,15 @@ class PresidioDetector:
         wanted = frozenset(TO_PRESIDIO[e] for e in chosen if e in TO_PRESIDIO)
         self._wanted = sorted(wanted)
         self._analyzer = _analyzer(wanted) if wanted else None
+        self._names = "PERSON" in chosen and names
 
     def find(self, text: str) -> list[Span]:
         """(start, end, ENTITY) spans into ``text``, sorted by start and non-overlapping."""
         validated = self._patterns.find(text) if self._patterns is not None else []
         if self._analyzer is None or text.isspace() or not text:
             return validated
-        return merge(validated, self._presidio_spans(text))
+        spans = merge(validated, self._presidio_spans(text))
+        return recover_names(text, spans) if self._names else spans
 
     def _presidio_spans(self, text: str) -> list[tuple[Span, float]]:
         found: list[tuple[Span, float]] = []
