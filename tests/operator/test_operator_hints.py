@@ -39,6 +39,16 @@ def test_check_config_warns_where_0_means_no_limit(tmp_path):
                              "limits, daily_spend_usd: 0 for one, 0 allows none)\n")
 
 
+def test_check_config_warns_of_a_default_above_the_plans_cap(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(base_config("http://127.0.0.1:1/v1").replace(
+        "max_output_tokens: 4096}", "max_output_tokens: 100, default_max_tokens: 500}"))
+    result = check(path)
+    assert result.exit_code == 0
+    assert result.stderr == (f"{path}: warning: plans.team.default_max_tokens: 500 is above max_output_tokens "
+                             "(100): a request without max_tokens gets 100\n")
+
+
 def test_a_bad_environment_override_is_blamed_on_the_variable():
     result = check(GATEWAY, TOKENWARD_STORE_URL="foo://x", TOKENWARD_ADMIN_TOKEN="t")
     assert result.exit_code == 2

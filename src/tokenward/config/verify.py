@@ -149,6 +149,9 @@ def config_warnings(cfg: Config, environ) -> list[str]:
                      "keys, reload) answers route_denied until it is set where the gateway starts")
     for name, plan in cfg.plans.items():
         found += _zero_limits(f"plans.{name}", msgspec_fields(plan))
+        if plan.default_max_tokens is not None and plan.default_max_tokens > plan.max_output_tokens:
+            found.append(f"plans.{name}.default_max_tokens: {plan.default_max_tokens} is above max_output_tokens "
+                         f"({plan.max_output_tokens}): a request without max_tokens gets {plan.max_output_tokens}")
     for name, tenant in cfg.tenants.items():
         found += _zero_limits(f"tenants.{name}.overrides", tenant.overrides)
     return found
