@@ -218,7 +218,8 @@ def test_capacity_config_errors_name_the_path():
 async def test_unreachable_store_fails_closed_and_open_only_for_open_tiers(clock):
     store = Flaky()
     breaker_clock = [0.0]
-    admitter = Admitter(config(), store, clock=clock, breaker=Breaker(lambda: breaker_clock[0]))
+    # opens on the first failure here (the default waits for 5 in a row: tests/budget/test_breaker.py)
+    admitter = Admitter(config(), store, clock=clock, breaker=Breaker(lambda: breaker_clock[0], failures=1))
     store.down = True
     closed = await admit(admitter, "acme")
     assert closed.reason is Reason.budget_store_unavailable and not closed.admitted

@@ -71,7 +71,7 @@ class Admitter:
         self._clock = clock
         self.lease_ms = int(cfg.lease_s * 1000)
         shared_is_local = isinstance(store, MemoryStore)
-        self.shared = Guarded(store, None if shared_is_local else (breaker or Breaker()))
+        self.shared = Guarded(store, None if shared_is_local else (breaker or Breaker(failures=cfg.breaker_failures)))
         self.budgets = Budgets(config)
         self.all_open = cfg.failure_policy == "open"
         self.open_tiers = frozenset(cfg.fail_open_tiers)
