@@ -169,6 +169,7 @@ def assert_envelope(headers: dict, body: bytes, code: str) -> None:
     assert headers["content-type"] == "application/json" and headers["x-request-id"].startswith("req_srv_")
     error = json.loads(body)["error"]
     assert error["code"] == code and error["message"] and "Traceback" not in error["message"]
+    assert headers["x-tokenward-reason"] == code
 
 
 async def test_malformed_request_gets_400_and_close():

@@ -34,7 +34,7 @@ import msgspec
 from ..config.schema import Config
 from ..errors import Reason, Refusal, envelope
 from ..http.bodies import read_bounded
-from ..http.responses import send_bytes, send_json
+from ..http.responses import JSON, code_header, send_bytes
 from ..keys import format as keyformat
 from ..keys.model import KeyNotFound, KeyStateError, KeyStoreError, parse_duration
 from ..keys.service import KeyService, check_new_key
@@ -47,18 +47,19 @@ _decode = msgspec.json.decode
 
 
 class _Problem(Exception):
-    def __init__(self, status: int, body: bytes) -> None:
+    def __init__(self, status: int, body: bytes, code: str) -> None:
         self.status = status
         self.body = body
+        self.code = code   # the body's error code, named again in x-tokenward-reason
 
 
 def _error(status: int, code: str, message: str, param: str | None = None) -> _Problem:
     body = _encode({"error": {"message": message, "type": "invalid_request_error", "param": param, "code": code}})
-    return _Problem(status, body)
+    return _Problem(status, body, code)
 
 
 def _refusal(reason: Reason, message: str, param: str | None = None) -> _Problem:
-    return _Problem(reason.status, envelope(reason, message, param))
+    return _Problem(reason.status, envelope(reason, message, param), reason.name)
 
 
 def _text(body: dict, name: str, required: bool = False) -> str | None:
@@ -121,16 +122,14 @@ class AdminApi:
             headers = answer[2] if len(answer) > 2 else None
         except _Problem as problem:
             status, body = problem.status, problem.body
+            headers = [JSON, code_header(problem.code)]
             if status == 401:   # a browser (the status page) asks for the token as a password
-                headers = [(b"content-type", b"application/json"),
-                           (b"www-authenticate", b'Basic realm="tokenward admin"')]
+                headers.append((b"www-authenticate", b'Basic realm="tokenward admin"'))
         except Exception:
             log.exception("admin request %s %s failed", scope["method"], scope["path"])
             status, body = 500, envelope(Reason.internal_error, "internal error")
-        if headers is None:
-            await send_json(send, status, body, request_id)
-        else:
-            await send_bytes(send, status, [*headers, (b"x-request-id", request_id)], body)
+            headers = [JSON, code_header(Reason.internal_error.name)]
+        await send_bytes(send, status, [*(headers or (JSON,)), (b"x-request-id", request_id)], body)
 
     def _authorize(self, scope: dict) -> None:
         presented = None

@@ -43,6 +43,16 @@ class ServerConfig(_Strict):
     # too_many_connections and closed, so clients can never take the descriptors the
     # upstream pools and the stores need. None: the open-file limit less their share.
     max_connections: int | None = None
+    # Slow clients (http/limits.py, docs/configuration.md): a request head must arrive whole
+    # within head_timeout_s, a body within body_timeout_s of its head and, after
+    # body_rate_grace_s, at min_body_rate bytes a second or more (0: no rate rule); else 408.
+    head_timeout_s: float = 10.0
+    body_timeout_s: float = 60.0
+    min_body_rate: int = 1024
+    body_rate_grace_s: float = 5.0
+    # Connections one client address may hold at once (null: no cap); one past it: 503
+    # too_many_connections, as past max_connections.
+    max_connections_per_client: int | None = None
     # HTTPS on the listener: PEM certificate chain and private key (README, Operations).
     tls: TlsConfig | None = None
 
@@ -328,6 +338,9 @@ RANGES: dict[type, dict[str, Bound]] = {
         "keep_alive_s": _POSITIVE,
         "graceful_shutdown_s": _POSITIVE,
         "max_connections": _POSITIVE,      # null: what the open-file limit leaves
+        "head_timeout_s": _POSITIVE, "body_timeout_s": _POSITIVE, "body_rate_grace_s": _NONNEG,
+        "min_body_rate": _NONNEG,          # 0: no minimum rate (the deadlines still hold)
+        "max_connections_per_client": _POSITIVE,   # null: no cap
     },
     EdgeConfig: {"max_body_bytes": _POSITIVE, "max_header_bytes": _POSITIVE, "max_headers": _POSITIVE},
     RouteConfig: {"max_body_bytes": _NONNEG},   # 0 or null: the edge's cap

@@ -21,7 +21,7 @@ _FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
 # Names the gateway itself writes on most responses, exactly as spelled here: none is a
 # framing header in any case, so ``_head`` need not lower-case them (~0.1 us a header).
 _ORDINARY = frozenset((b"content-type", b"x-request-id", b"cache-control", b"retry-after", b"x-should-retry",
-                       b"x-tokenward-cache",
+                       b"x-tokenward-cache", b"x-tokenward-reason",
                        b"x-ratelimit-limit-tokens", b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-tokens",
                        b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-tokens", b"x-ratelimit-reset-requests"))
 _DISCONNECT = {"type": "http.disconnect"}
@@ -88,6 +88,8 @@ class RequestCycle:
                 self.expect_continue = False
                 if not self.started:
                     conn.write(CONTINUE)
+                    if conn.body_since is not None:  # the body's clock starts when it may come
+                        conn.body_since = conn.loop.time()
             conn.resume_reading()
             self.waiter = conn.loop.create_future()
             await self.waiter

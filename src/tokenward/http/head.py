@@ -32,3 +32,31 @@ def check_transfer_encoding(value: bytes, http_version: str) -> None:
     if http_version == "1.0":
         # HTTP/1.0 has no transfer codings: RFC 9112 calls such framing faulty.
         raise Refused(Reason.malformed_request, "Transfer-Encoding in an HTTP/1.0 request")
+
+
+# Header fields a request may carry once: a second Host (RFC 9112 3.2), and a second
+# credential, which a proxy in front may read one way (the first) and the gateway another.
+# Each has a bit in the head's ``seen`` mask.
+HOST = 1
+ONCE = {b"host": HOST, b"authorization": 2, b"x-api-key": 4}
+
+
+def check_once(name: bytes, seen: int) -> int:
+    """``seen`` with ``name``'s bit set; Refused if it was set already."""
+    bit = ONCE[name]
+    if seen & bit:
+        raise Refused(Reason.malformed_request, f"more than one {name.decode('latin-1')} header")
+    return seen | bit
+
+
+def check_version(version: str, seen: int) -> None:
+    """Raise Refused unless the request is HTTP/1.1 with a Host header, or HTTP/1.0. An
+    HTTP/0.9 request (a request line without a version) is Refused with no reason: it
+    cannot read an HTTP/1.x answer, so the connection is closed without one."""
+    if version == "1.1":
+        if not seen & HOST:
+            raise Refused(Reason.malformed_request, "an HTTP/1.1 request needs a Host header")
+    elif version != "1.0":
+        if version == "0.9":
+            raise Refused(None, "an HTTP/0.9 request")
+        raise Refused(Reason.malformed_request, f"HTTP/{version} is not served here")

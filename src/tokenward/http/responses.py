@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
-from ..errors import Refusal, refusal_body
+from ..errors import Reason, Refusal, refusal_body
 from .cycle import RequestCycle
 
 Send = Callable[[dict], Awaitable[None]]
@@ -14,6 +14,18 @@ JSON = (b"content-type", b"application/json")
 SSE_HEADERS: Headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]
 # The official SDKs stop retrying when they see this.
 NO_RETRY = (b"x-should-retry", b"false")
+# Every refusal names its reason code in a header too, whatever its body's shape
+# (shared/spec/interfaces.md): one tuple per code, built once.
+_REASON_HEADERS = {reason: (b"x-tokenward-reason", reason.name.encode()) for reason in Reason}
+
+
+def reason_header(reason: Reason) -> tuple[bytes, bytes]:
+    return _REASON_HEADERS[reason]
+
+
+def code_header(code: str) -> tuple[bytes, bytes]:
+    """The header for a code outside ``Reason`` (the admin API's own: ``key_not_found``...)."""
+    return (b"x-tokenward-reason", code.encode("ascii", "replace"))
 
 
 async def send_bytes(send: Send, status: int, headers: Headers, body: bytes) -> None:
@@ -35,7 +47,10 @@ async def send_json(send: Send, status: int, body: bytes, request_id: bytes,
 
 
 async def send_refusal(send: Send, refusal: Refusal, request_id: bytes) -> None:
-    await send_json(send, refusal.status, refusal_body(refusal), request_id, refusal.headers)
+    headers = [JSON, (b"x-request-id", request_id), _REASON_HEADERS[refusal.reason]]
+    if refusal.headers:
+        headers.extend(refusal.headers)
+    await send_bytes(send, refusal.status, headers, refusal_body(refusal))
 
 
 def sse_error_event(refusal: Refusal) -> bytes:

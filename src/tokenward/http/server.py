@@ -27,7 +27,7 @@ import httptools
 
 from ..errors import Reason
 from .cycle import RequestCycle, wake
-from .head import check_transfer_encoding, split_target
+from .head import ONCE, check_once, check_transfer_encoding, check_version, split_target
 from .refusals import Refused, error_response
 from .state import ServerState
 
@@ -41,7 +41,8 @@ class HttpConnection(asyncio.Protocol):
     __slots__ = ("state", "loop", "transport", "parser", "cycle", "parsing", "queue", "url", "headers", "expect",
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
                  "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused", "last_read",
-                 "header_bytes", "lingering", "linger_left", "linger_timer")
+                 "header_bytes", "lingering", "linger_left", "linger_timer", "head_since", "body_since",
+                 "body_bytes", "paused_since", "host", "seen")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -68,6 +69,15 @@ class HttpConnection(asyncio.Protocol):
         self.linger_left = 0
         self.linger_timer: asyncio.TimerHandle | None = None
         self.last_read = 0.0  # loop time of the last bytes received
+        # The slow-client clocks (limits.py, swept by ServerState.sweep_idle): when the
+        # request head being read began, and when the body being read began (shifted on by
+        # the time reading was paused) with its bytes so far; None when not reading one.
+        self.head_since: float | None = None
+        self.body_since: float | None = None
+        self.body_bytes = 0
+        self.paused_since = 0.0
+        self.host: str | None = None  # counted against max_connections_per_client while set
+        self.seen = 0  # header names of the current head that may come only once (head.py)
         self.buffered = 0
         self.read_paused = False
         self.write_paused = False
@@ -80,7 +90,9 @@ class HttpConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
         state = self.state
-        if state.max_connections is not None and len(state.connections) >= state.max_connections:
+        peer = transport.get_extra_info("peername")
+        host = peer[0] if isinstance(peer, tuple) else None
+        if not state.admits(host):
             # Answered at once, not parsed: its descriptor is back within this loop pass.
             state.turned_away += 1
             self.refused = True
@@ -90,8 +102,9 @@ class HttpConnection(asyncio.Protocol):
             transport.close()
             return
         state.connections.add(self)
-        self.idle_since = self.last_read = self.loop.time()
-        peer = transport.get_extra_info("peername")
+        if state.limits.max_connections_per_client is not None:
+            self.host = host
+        self.idle_since = self.last_read = self.head_since = self.loop.time()
         sock = transport.get_extra_info("sockname")
         self.client = tuple(peer[:2]) if isinstance(peer, tuple) else None
         self.server = tuple(sock[:2]) if isinstance(sock, tuple) else None
@@ -99,7 +112,12 @@ class HttpConnection(asyncio.Protocol):
             self.scheme = "https"
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.state.connections.discard(self)
+        state = self.state
+        if self in state.connections:
+            state.connections.discard(self)
+            if self.lingering:
+                state.lingering -= 1
+            self._uncount_client()
         if self.linger_timer is not None:
             self.linger_timer.cancel()
             self.linger_timer = None
@@ -162,6 +180,9 @@ class HttpConnection(asyncio.Protocol):
         self.in_head = True
         self.head_bytes = 0
         self.header_bytes = 0
+        self.seen = 0
+        if self.head_since is None:
+            self.head_since = self.loop.time()
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -182,19 +203,23 @@ class HttpConnection(asyncio.Protocol):
             self.expect = True
         elif name == b"transfer-encoding":
             check_transfer_encoding(value, self.parser.get_http_version())
+        elif name in ONCE:
+            self.seen = check_once(name, self.seen)
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.in_head = False
         parser = self.parser
         version = parser.get_http_version()
+        check_version(version, self.seen)
         path, raw_path, query = split_target(self.url)
         scope = {
             "type": "http", "asgi": _ASGI, "http_version": version, "method": parser.get_method().decode("ascii"),
             "scheme": self.scheme, "path": path, "raw_path": raw_path, "query_string": query,
             "root_path": "", "headers": self.headers, "client": self.client, "server": self.server,
         }
-        self.idle_since = None
+        self.idle_since = self.head_since = None
+        self.body_since, self.body_bytes = self.loop.time(), 0
         keep_alive = parser.should_keep_alive() and not self.state.draining
         cycle = RequestCycle(self, scope, keep_alive, self.expect)
         self.parsing = cycle
@@ -213,6 +238,7 @@ class HttpConnection(asyncio.Protocol):
         if cycle is None or cycle.complete:
             return
         cycle.body.append(body)
+        self.body_bytes += len(body)
         self.buffered += len(body)
         if self.buffered > HIGH_WATER:
             self.pause_reading()
@@ -220,7 +246,7 @@ class HttpConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         cycle = self.parsing
-        self.parsing = None
+        self.parsing = self.body_since = None
         if cycle is not None:
             cycle.more_body = False
             cycle._wake()
@@ -315,8 +341,16 @@ class HttpConnection(asyncio.Protocol):
         the client closes, LINGER_BYTES arrive or LINGER_S pass; then close."""
         from .state import LINGER_BYTES, LINGER_S
 
-        self.parsing = None
+        if self.lingering:
+            return
+        self.parsing = self.body_since = self.head_since = None
         self.refused = self.lingering = True
+        state = self.state
+        state.lingering += 1
+        self._uncount_client()
+        if state.max_connections is not None and state.lingering > state.max_connections:
+            self.close()   # as many draining as may be open: no more descriptors for them
+            return
         self.linger_left = LINGER_BYTES
         self.state.batch.half_close(self.transport)
         self.linger_timer = self.loop.call_later(LINGER_S, self.transport.close)
@@ -324,22 +358,38 @@ class HttpConnection(asyncio.Protocol):
             self.read_paused = False
             self.transport.resume_reading()
 
+    def _uncount_client(self) -> None:
+        if self.host is not None:
+            self.state.release_client(self.host)
+            self.host = None
+
     def waiting_for_body(self) -> bool:
         cycle = self.cycle
         return cycle is not None and cycle.waiter is not None and cycle.more_body and not cycle.body_returned
 
-    def time_out_body(self) -> None:
-        """A request body that stopped arriving: 408, and the app sees a disconnect."""
-        cycle = self.cycle
-        if cycle is not None and not cycle.started:
-            cycle.started = True  # nothing else may answer now
-            self.write(error_response(Reason.request_timeout, "the request body stopped arriving"))
-        self.close()
+    def time_out_head(self) -> None:
+        """A request head not whole within ``head_timeout_s``: 408 if a byte of it came,
+        else (a connection that never said anything) a plain close."""
+        if self.in_head:
+            self.in_head = False
+            self._reject(Reason.request_timeout,
+                         f"the request head did not arrive within {self.state.limits.head_timeout_s:g} s")
+        elif self.cycle is None and not self.queue:
+            self.close()
+        else:
+            self.head_since = None  # answering: the idle clock starts after the answer
 
-    def _reject(self, reason: Reason, message: str) -> None:
+    def time_out_body(self, message: str) -> None:
+        """A request body too slow or stopped (``ServerState.sweep_idle``): 408, and the app,
+        wherever it is in the request, sees the client gone."""
+        self._reject(Reason.request_timeout, message)
+
+    def _reject(self, reason: Reason | None, message: str) -> None:
         # Nothing more of this connection is parsed (the parser's state is gone); what the
         # client still sends is read and dropped while the answer lingers (``linger``).
+        # reason None (an HTTP/0.9 request): no answer it could read, the connection closes.
         self.refused = True
+        self.body_since = self.head_since = None
         cycle, parsing = self.cycle, self.parsing
         if parsing is not None and parsing is not cycle and parsing in self.queue:
             self.queue.remove(parsing)  # a pipelined request whose body never arrived whole
@@ -361,6 +411,8 @@ class HttpConnection(asyncio.Protocol):
             pending[-1].keep_alive = False
             if not self.transport.is_closing():
                 self.pause_reading()
+        elif reason is None:
+            self.close()
         else:
             self.write(error_response(reason, message))
             self.linger()
@@ -374,11 +426,14 @@ class HttpConnection(asyncio.Protocol):
     def pause_reading(self) -> None:
         if not self.read_paused:
             self.read_paused = True
+            self.paused_since = self.loop.time()
             self.transport.pause_reading()
 
     def resume_reading(self) -> None:
         if self.read_paused and not self.queue and not self.refused:
             self.read_paused = False
+            if self.body_since is not None:  # the time we did not read is not the client's
+                self.body_since += self.loop.time() - self.paused_since
             self.transport.resume_reading()
 
     async def drain(self) -> None:

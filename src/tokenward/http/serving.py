@@ -13,6 +13,7 @@ import signal
 import socket
 from typing import Awaitable, Callable
 
+from .limits import ClientLimits, client_limits
 from .server import HttpConnection
 from .state import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, ServerState
 
@@ -63,8 +64,11 @@ class _Lifespan:
 class HttpServer:
     def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0,
                  max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
-                 max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS) -> None:
+                 max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
+                 limits: ClientLimits | None = None) -> None:
         self.app = app
+        # The slow-client limits: given, or those of the app's config (``server:``), if any.
+        self.limits = limits if limits is not None else client_limits(getattr(app, "config", None))
         self.max_head_bytes = max_head_bytes
         self.head_limits = (max_header_bytes, max_headers)
         self.max_connections = max_connections
@@ -81,7 +85,7 @@ class HttpServer:
         loop = asyncio.get_running_loop()
         await self._lifespan.startup()
         self.state = ServerState(self.app, loop, self.keep_alive_s, self.max_head_bytes, self.max_connections,
-                                 *self.head_limits)
+                                 *self.head_limits, limits=self.limits)
         factory = functools.partial(HttpConnection, self.state)   # one connection object per socket
         for sock in sockets:
             self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048, ssl=ssl_context))

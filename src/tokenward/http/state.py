@@ -6,6 +6,7 @@ import asyncio
 from typing import TYPE_CHECKING, Callable
 
 from ..writes import batch_for
+from .limits import ClientLimits
 
 if TYPE_CHECKING:
     from .server import HttpConnection
@@ -34,7 +35,8 @@ class ServerState:
 
     def __init__(self, app: Callable, loop: asyncio.AbstractEventLoop, keep_alive_s: float,
                  max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
-                 max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS) -> None:
+                 max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
+                 limits: ClientLimits = ClientLimits()) -> None:
         self.app = app
         self.loop = loop
         self.keep_alive_s = keep_alive_s
@@ -42,18 +44,67 @@ class ServerState:
         self.max_header_bytes = max_header_bytes
         self.max_headers = max_headers
         self.max_connections = max_connections
+        self.limits = limits
         self.turned_away = 0
         self.connections: set[HttpConnection] = set()
+        # Of ``connections``, those answered and only draining what the client still sends
+        # (``HttpConnection.linger``, closed within LINGER_S): they count against neither cap.
+        self.lingering = 0
+        # client address -> its connections that count against max_connections_per_client
+        self.per_client: dict[str, int] = {}
         self.tasks: set[asyncio.Task] = set()
         self.draining = False
         self.batch = batch_for(loop)
 
+    def admits(self, host: str | None) -> bool:
+        """Whether a new connection from ``host`` stays within both caps (then it is counted)."""
+        cap = self.max_connections
+        if cap is not None and len(self.connections) - self.lingering >= cap:
+            return False
+        per_client = self.limits.max_connections_per_client
+        if per_client is not None and host is not None:
+            held = self.per_client.get(host, 0)
+            if held >= per_client:
+                return False
+            self.per_client[host] = held + 1
+        return True
+
+    def release_client(self, host: str) -> None:
+        held = self.per_client.get(host, 0) - 1
+        if held > 0:
+            self.per_client[host] = held
+        else:
+            self.per_client.pop(host, None)
+
     def sweep_idle(self) -> None:
-        """Close connections idle (or stuck in a request head) for longer than keep-alive,
-        and answer 408 to requests whose body stopped arriving for as long."""
-        cutoff = self.loop.time() - self.keep_alive_s
+        """Close connections idle for longer than keep-alive; answer 408 to a request head
+        or body that takes too long (``limits.py``) or whose body stopped arriving for as
+        long as keep-alive."""
+        now = self.loop.time()
+        cutoff = now - self.keep_alive_s
+        head_cutoff = now - self.limits.head_timeout_s
         for conn in list(self.connections):
-            if conn.idle_since is not None and conn.idle_since < cutoff:
+            if conn.lingering:
+                continue
+            if conn.head_since is not None and conn.head_since < head_cutoff:
+                conn.time_out_head()
+            elif conn.idle_since is not None and conn.idle_since < cutoff:
                 conn.close()
+            elif conn.body_since is not None and not conn.read_paused:
+                why = self._body_too_slow(conn, now)
+                if why is not None:
+                    conn.time_out_body(why)
             elif conn.last_read < cutoff and conn.waiting_for_body():
-                conn.time_out_body()
+                conn.time_out_body("the request body stopped arriving")
+
+    def _body_too_slow(self, conn: HttpConnection, now: float) -> str | None:
+        limits = self.limits
+        elapsed = now - conn.body_since
+        if elapsed > limits.body_timeout_s:
+            return f"the request body did not arrive within {limits.body_timeout_s:g} s"
+        if limits.min_body_rate and elapsed > limits.body_rate_grace_s and \
+                conn.body_bytes < limits.min_body_rate * elapsed:
+            return f"the request body arrived slower than {limits.min_body_rate} bytes a second"
+        if now - conn.last_read > self.keep_alive_s:
+            return "the request body stopped arriving"
+        return None

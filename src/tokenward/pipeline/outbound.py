@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
 from ..errors import Refusal, refusal_body
-from ..http.responses import JSON, send_bytes
+from ..http.responses import JSON, reason_header, send_bytes
 
 if TYPE_CHECKING:
     from ..upstream.sse import SseEvent
@@ -65,7 +65,7 @@ class Outbound:
     async def refusal(self, refusal: Refusal, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
         """An error envelope. It passes the transforms too: a backend's message kept in it
         may quote the (masked) request."""
-        headers = [JSON, (b"x-request-id", self.request_id)]
+        headers = [JSON, (b"x-request-id", self.request_id), reason_header(refusal.reason)]
         headers.extend(refusal.headers)
         headers.extend(extra)
         await self.whole(refusal.status, headers, refusal_body(refusal))

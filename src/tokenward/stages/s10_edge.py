@@ -1,9 +1,11 @@
 """Edge: exact route + method + content-type allowlist, header limits, and the raw-body cap.
 
-Deny by default: only configured routes pass. The body cap is enforced while the body
-streams in, so an oversized body is refused without being buffered: a declared
-Content-Length over the cap is refused before a byte is read, and a chunked body is
-refused as soon as what arrived passes the cap.
+Deny by default: only configured routes pass. The edge decides on the request head alone:
+the body is read only once identity has verified the caller (``read_body``, called at the
+end of the identity stage), so a stranger's body is never waited for. The body cap is
+enforced while the body streams in, so an oversized body is refused without being
+buffered: a declared Content-Length over the cap is refused here, on the head, and a
+chunked body as soon as what arrived passes the cap.
 """
 
 from __future__ import annotations
@@ -69,7 +71,15 @@ class EdgeStage(BaseStage):
             if content_type is None or _media_type(content_type) not in route.content_types:
                 return Refusal(Reason.unsupported_media_type,
                                f"content-type must be one of: {', '.join(sorted(c.decode() for c in route.content_types))}")
-        return await self._read_body(ctx, route.max_body_bytes)
+        declared = ctx.header(b"content-length")
+        if declared is not None:
+            try:
+                declared_len = int(declared)
+            except ValueError:
+                return Refusal(Reason.invalid_field, "invalid content-length header", param="content-length")
+            if declared_len > route.max_body_bytes:
+                return _too_large(route.max_body_bytes)
+        return None
 
     def _check_headers(self, ctx: RequestContext) -> Refusal | None:
         headers = ctx.headers
@@ -82,40 +92,40 @@ class EdgeStage(BaseStage):
             return Refusal(Reason.headers_too_large, f"request headers exceed {self.max_header_bytes} bytes")
         return None
 
-    async def _read_body(self, ctx: RequestContext, cap: int) -> Refusal | None:
-        declared = ctx.header(b"content-length")
-        if declared is not None:
-            try:
-                declared_len = int(declared)
-            except ValueError:
-                return Refusal(Reason.invalid_field, "invalid content-length header", param="content-length")
-            if declared_len > cap:
-                return _too_large(cap)
-        receive = ctx.receive
+
+async def read_body(ctx: RequestContext) -> Refusal | None:
+    """Read the request body of a route that takes one (``ctx.route``, set by the edge) into
+    ``ctx.body``, within the route's cap; the identity stage calls it once the caller is
+    known. The server's slow-client limits (http/limits.py) bound how long it may take."""
+    route = ctx.route
+    if route is None or not route.has_body:
+        return None
+    cap = route.max_body_bytes
+    receive = ctx.receive
+    message = await receive()
+    body = message.get("body", b"")
+    if not message.get("more_body", False) and message["type"] == "http.request":
+        if len(body) > cap:
+            return _too_large(cap)
+        ctx.body = body
+        return None
+    size = len(body)
+    if size > cap:
+        return _too_large(cap)
+    parts = [body]
+    while message.get("more_body", False):
         message = await receive()
-        body = message.get("body", b"")
-        if not message.get("more_body", False) and message["type"] == "http.request":
-            if len(body) > cap:
-                return _too_large(cap)
-            ctx.body = body
-            return None
-        size = len(body)
+        if message["type"] != "http.request":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
         if size > cap:
             return _too_large(cap)
-        parts = [body]
-        while message.get("more_body", False):
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > cap:
-                return _too_large(cap)
-            parts.append(chunk)
-        if message["type"] == "http.disconnect":
-            return Refusal(Reason.client_disconnected, "client went away while sending the body")
-        ctx.body = b"".join(parts)
-        return None
+        parts.append(chunk)
+    if message["type"] == "http.disconnect":
+        return Refusal(Reason.client_disconnected, "client went away while sending the body")
+    ctx.body = b"".join(parts)
+    return None
 
 
 def _too_large(cap: int) -> Refusal:

@@ -5,6 +5,10 @@ verified against the key store through a short in-process cache; anything else s
 like a JWT is verified against the configured OIDC issuers. ``x-tenant-id`` and every
 other header or body field naming a tenant is ignored: the body's ``user`` field is kept
 only as an end-user label inside the verified tenant.
+
+Identity decides on the request head: the body is read (``s10_edge.read_body``) only after
+the credential is verified, so a request without valid credentials is refused at once,
+whatever its body is doing. Only then is the body's ``user`` field read.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from ..identity.wiring import open_identity, tenant_plans
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
 from .peek import BodyPeek, body_peek
+from .s10_edge import read_body
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -30,6 +35,8 @@ MISSING = Refusal(Reason.missing_credentials,
                   "no credentials: send Authorization: Bearer <API key> (or an x-api-key header)")
 MALFORMED = Refusal(Reason.invalid_credentials, "invalid credentials")
 CONFLICTING = Refusal(Reason.invalid_credentials, "Authorization and x-api-key carry different credentials")
+# Our own server refuses these before the app runs (http/head.py); this holds under any other.
+DOUBLED = Refusal(Reason.malformed_request, "more than one Authorization or x-api-key header")
 MAX_END_USER_CHARS = 256
 MAX_JWT_CACHE = 10_000
 
@@ -38,9 +45,13 @@ def _credential(headers: list[tuple[bytes, bytes]]) -> str | None | Refusal:
     bearer = api_key = None
     for name, value in headers:
         if name == b"authorization":
+            if bearer is not None:
+                return DOUBLED
             scheme, _, token = value.partition(b" ")
             bearer = token.strip() if scheme.lower() == b"bearer" else b""
         elif name == b"x-api-key":
+            if api_key is not None:
+                return DOUBLED
             api_key = value.strip()
     if bearer is not None and api_key is not None and bearer != api_key:
         return CONFLICTING
@@ -80,6 +91,11 @@ class IdentityStage(BaseStage):
             return MALFORMED
         if result.__class__ is Refusal:
             return result
+        ctx.principal = result
+        if not ctx.body:
+            refusal = await read_body(ctx)
+            if refusal is not None:
+                return refusal
         if ctx.body:
             end_user = _end_user(body_peek(ctx))
             if end_user is not None:
