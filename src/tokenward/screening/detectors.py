@@ -103,7 +103,9 @@ def _presidio(entities: Iterable[str] | None = None) -> Screener:
     from ..pii.presidio import PresidioDetector
 
     # ~60 ms of spaCy per 2 KB prompt: off the event loop, within the policy's budget
-    return Threaded(PiiScreener(PresidioDetector(entities)))
+    screener = Threaded(PiiScreener(PresidioDetector(entities)))
+    screener.default_timeout_ms = PresidioDetector.DEFAULT_TIMEOUT_MS  # a policy without timeout_ms
+    return screener
 
 
 INJECTION = {"heuristic": _heuristic, "classifier": _classifier}

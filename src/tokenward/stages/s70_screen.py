@@ -194,7 +194,8 @@ def _screen(kind: str, cfg: Any, screener: Any, result: Screening):
     """(result, microseconds), an awaitable of that (``_later``), or what a failure means
     under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
-        return screening.start(screener, result.texts, cfg.timeout_ms / 1000)
+        budget_ms = cfg.timeout_ms if cfg.timeout_ms is not None else getattr(screener, "default_timeout_ms", 25.0)
+        return screening.start(screener, result.texts, budget_ms / 1000)
     except screening.ScreenerFailed as exc:
         return _failed(kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
 
