@@ -1,0 +1,73 @@
+"""The typed, lenient view of a whole chat-completion answer both dialects translate back.
+
+Only the fields the translations read are typed; anything else in the answer is ignored.
+"""
+
+from __future__ import annotations
+
+from typing import Union
+
+import msgspec
+
+from ..errors import Reason, Refusal
+
+
+class Function(msgspec.Struct):
+    name: str = ""
+    arguments: str = ""
+
+
+class ToolCall(msgspec.Struct):
+    function: Function
+    id: str = ""
+
+
+class Message(msgspec.Struct):
+    content: Union[str, None] = None
+    refusal: Union[str, None] = None
+    tool_calls: Union[list[ToolCall], None] = None
+
+
+class Choice(msgspec.Struct):
+    message: Message
+    finish_reason: Union[str, None] = None
+    # vLLM: the stop string (or token id) that ended the choice, when one did
+    stop_reason: Union[str, int, None] = None
+
+
+class Completion(msgspec.Struct):
+    choices: list[Choice]
+    id: str = ""
+    created: int = 0
+    model: str = ""
+    usage: Union[dict, None] = None
+
+
+_decode = msgspec.json.Decoder(Completion).decode
+
+
+def read(body: Union[bytes, dict]) -> Completion:
+    """A chat completion (bytes or decoded), with exactly one choice (no ``n`` here)."""
+    try:
+        answer = msgspec.convert(body, Completion) if isinstance(body, dict) else _decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        raise Refusal(Reason.upstream_error, "the upstream's answer could not be read") from None
+    if len(answer.choices) != 1:
+        raise Refusal(Reason.upstream_error, "the upstream answered with other than one choice")
+    return answer
+
+
+def usage_counts(usage: object) -> tuple[int, int, int, int] | None:
+    """(prompt, completion, cached prompt, reasoning) tokens from a chat ``usage`` object."""
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not _count(prompt) or not _count(completion):
+        return None
+    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    return prompt, completion, cached if _count(cached) else 0, reasoning if _count(reasoning) else 0
+
+
+def _count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0

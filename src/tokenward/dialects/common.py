@@ -1,0 +1,77 @@
+"""What the dialects share: refusal codes, strict sub-decodes, ids, SSE framing."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+import msgspec
+
+from ..errors import Reason, Refusal
+from ..validation.bounded import decode_refusal, too_deep, validation_refusal
+
+# The reason code a later phase adds to ``errors.Reason`` (400, invalid_request_error):
+# a dialect feature the gateway cannot translate to chat completions and the upstream
+# does not serve natively. Until then ``refusal`` maps it to ``feature_not_entitled``'s
+# neighbour ``invalid_field`` so nothing here depends on the enum edit.
+DIALECT_UNSUPPORTED = "dialect_unsupported"
+DIALECT_UNSUPPORTED_STATUS = 400
+DIALECT_UNSUPPORTED_TYPE = "invalid_request_error"
+
+
+class Unsupported(msgspec.Struct, frozen=True):
+    """A request feature that only an upstream serving the dialect natively can honour."""
+
+    param: str
+    message: str
+
+    def refusal(self) -> Refusal:
+        reason = getattr(Reason, DIALECT_UNSUPPORTED, Reason.invalid_field)
+        return Refusal(reason, self.message, param=self.param)
+
+
+def decode_sub(raw: bytes, decoder: msgspec.json.Decoder, prefix: str) -> Any:
+    """One free-form element decoded strictly, errors naming it by its place in the body."""
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        inner = validation_refusal(exc)
+        param = prefix if not inner.param else f"{prefix}.{inner.param}"
+        message = inner.message.replace(inner.param, param) if inner.param else f"{inner.message} at {prefix}"
+        raise Refusal(inner.reason, message, param=param) from None
+    except msgspec.DecodeError as exc:  # pragma: no cover - the body decode validated it
+        raise decode_refusal(exc) from None
+    except RecursionError:
+        raise too_deep(prefix) from None
+
+
+class _TypePeek(msgspec.Struct):
+    type: object = None
+
+
+_peek = msgspec.json.Decoder(_TypePeek).decode
+
+
+def type_of(raw: bytes, default: str | None = None) -> object:
+    """The ``type`` field of an already valid JSON object (``default`` when absent)."""
+    try:
+        value = _peek(raw).type
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return default if value is None else value
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+_encode = msgspec.json.Encoder().encode
+
+
+def encode(value: Any) -> bytes:
+    return _encode(value)
+
+
+def sse(event: str, payload: Any) -> bytes:
+    """One named server-sent event (both dialects name their events)."""
+    return b"event: " + event.encode() + b"\ndata: " + _encode(payload) + b"\n\n"
