@@ -52,7 +52,7 @@ def test_scores_are_probabilities(classifier, eval_scores):
     assert all(0.0 <= p <= 1.0 for p in eval_scores)
     texts = [EVAL[0][0], EVAL[-1][0], ""]
     score, signals = classifier.score(texts)
-    assert score == pytest.approx(max(classifier.probabilities(texts)))
+    assert score == pytest.approx(classifier.head.calibrated(max(classifier.probabilities(texts))), abs=1e-4)
     assert classifier.probabilities([""])[0] == 0.0 and classifier.score([]) == (0.0, [])
 
 
@@ -94,7 +94,7 @@ def test_precision_and_recall_on_the_evaluation_set(eval_scores):
 def test_spans_mark_each_flagged_text_whole(classifier):
     texts = ["What are the main causes of the French Revolution?", ATTACKS[0], "", ATTACKS[5]]
     score, signals = classifier.score(texts)
-    assert score >= 0.95
+    assert score >= 0.9
     assert signals == [(1, 0, len(ATTACKS[0]), "classifier"), (3, 0, len(ATTACKS[5]), "classifier")]
 
 
@@ -172,4 +172,25 @@ def test_head_file_is_small_reviewable_json():
     head = json.loads(HEAD_PATH.read_text())
     assert head["data"]["license"] == "MIT" and "S-Labs" in head["data"]["name"]
     assert "all-MiniLM-L6-v2" in head["embedding_model"]
-    assert len(head["layers"][0]["weights"][0]) == 384 and head["threshold"] == 0.5
+    assert len(head["layers"][0]["weights"][0]) == 384 and head["threshold"] == 0.6
+
+
+def test_scores_are_calibrated_to_the_stated_false_positive_rates(classifier):
+    """restrict (0.6) and block (0.9) sit where the head file says the held-out FPRs are."""
+    head = json.loads(HEAD_PATH.read_text())["thresholds"]
+    for name, score in (("restrict", 0.6), ("block", 0.9)):
+        assert classifier.head.calibrated(head[name]["raw"]) == pytest.approx(score)
+        assert head[name]["fpr"] <= 0.01
+    grid = [i / 1000 for i in range(1001)]
+    mapped = [classifier.head.calibrated(p) for p in grid]
+    assert mapped == sorted(mapped) and mapped[0] == 0.0 and mapped[-1] == 1.0
+
+
+def test_a_long_text_is_read_in_a_bounded_number_of_windows(classifier):
+    from tokenward.screening.classifier import MAX_WINDOWS
+
+    text = FILLER * 40 + ATTACKS[0]                  # ~40 windows' worth, the attack at the very end
+    windows = classifier.encoder.windows([text])[0]
+    assert len(windows) == MAX_WINDOWS
+    ids = classifier.encoder.tokenizer.encode(text, add_special_tokens=False).ids
+    assert windows[0][1:4] == ids[:3] and windows[-1][-4:-1] == ids[-3:]   # the first and last are always read

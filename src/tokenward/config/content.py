@@ -52,8 +52,21 @@ class InjectionScreening(_Strict):
     block_at: float = 0.9            # score >= block_at: refused, content_blocked
     restrict_at: float = 0.6         # admitted without tools, output clamped
     shadow: bool = False             # decide and record, never act
-    timeout_ms: float = 25.0         # latency budget of an asynchronous detector
+    # latency budget of an asynchronous detector; unset: the detector's own (DEFAULT_TIMEOUT_MS,
+    # the largest of a combination's): what its p99 on a 2 KB prompt needs where it runs
+    timeout_ms: float | None = None
     on_failure: Literal["open", "closed"] = "closed"
+
+    def __post_init__(self) -> None:
+        if self.timeout_ms is None:
+            names = self.detectors or (self.detector,)
+            msgspec.structs.force_setattr(self, "timeout_ms", max(DEFAULT_TIMEOUT_MS.get(n, 25.0) for n in names))
+
+
+# an injection detector's budget when the policy sets none: the classifier runs MiniLM on
+# the CPU (2 KB: 2 windows, p99 ~250-370 ms on 2 busy cores, docs/injection-classifier.md);
+# a service has a network hop and a batch window
+DEFAULT_TIMEOUT_MS = {"heuristic": 25.0, "classifier": 500.0, "http": 150.0}
 
 
 class PiiScreening(_Strict):

