@@ -71,3 +71,20 @@ async def test_without_a_default_a_missing_bound_is_still_refused(tmp_path):
             control = await client.post(gw.url + "/v1/chat/completions",
                                         json={"model": "small-chat", "messages": MESSAGES, "max_tokens": 5})
             assert control.status_code == 200 and await mock.requests() == before + 1
+
+
+async def test_the_header_says_the_bound_the_backend_got_after_masking_cut_it(tmp_path):
+    """Masking personal data that lengthens the prompt takes the growth off max_tokens
+    (stages/s80_transform.py): the answer says the bound the backend was given."""
+    policy = "screening:\n  policies:\n    masked: {pii: {mode: tokenize, entities: [EMAIL]}}\n"
+    text = base_config("http://placeholder", extra=policy)
+    async with mock_backend() as mock:
+        text = text.replace("http://placeholder", mock.url).replace(
+            "max_output_tokens: 4096}", "max_output_tokens: 4096, screening: masked}")
+        async with gateway_in_process(text) as gw, gw.client() as client:
+            reply = await client.post(gw.url + "/v1/chat/completions", json={
+                "model": "small-chat", "max_tokens": 50,
+                "messages": [{"role": "user", "content": "write to a@b.io and c@d.io"}]})
+            assert reply.status_code == 200, reply.text
+            sent = (await mock.stats())["last_request"]["body"]["max_tokens"]
+            assert sent < 50 and reply.headers["x-tokenward-max-tokens"] == str(sent)

@@ -28,6 +28,7 @@ import msgspec
 from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
+from ..validation.bounds import say_output_bound
 from ..validation.plan import features_of, plan_of
 from ..validation.request import Validator
 from ..validation.result import NormalizedRequest
@@ -82,7 +83,7 @@ class ValidationStage(BaseStage):
         if request.clamped:
             ctx.note("clamped", dict(request.clamped))
         if request.max_tokens_set:   # the gateway set or clamped the output bound: say so
-            ctx.response_headers.append((b"x-tokenward-max-tokens", b"%d" % request.max_tokens_set))
+            say_output_bound(ctx, request.max_tokens_set)
             if request.max_tokens_defaulted:
                 ctx.note("max_tokens_default", request.max_tokens_set)
         return None

@@ -31,6 +31,7 @@ from ..pii.placeholders import Masker
 from ..pipeline.stage import BaseStage
 from ..screening.texts import replace
 from ..tokenize.registry import shared_registry
+from ..validation.bounds import say_output_bound
 from ..validation.plan import plan_of
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def _restrict(ctx: RequestContext, body: dict, cap: int) -> None:
         if isinstance(value, int) and value > cap:
             body[field] = cap
             clamped[field] = value
+            say_output_bound(ctx, cap)
     ctx.note("restricted", {"removed": removed, "clamped": clamped})
 
 
@@ -132,6 +134,7 @@ def _keep_within_reservation(ctx: RequestContext, body: dict, grown: int, record
                                "raise max_tokens", param=field)
             body[field] = value - cut
             record["output_cut"] = cut
+            say_output_bound(ctx, value - cut)
     return None
 
 

@@ -67,6 +67,17 @@ def clamp_output(req: Any, plan: PlanConfig, findings: Findings, fields: tuple[s
     return asked
 
 
+MAX_TOKENS_HEADER = b"x-tokenward-max-tokens"
+
+
+def say_output_bound(ctx: Any, value: int) -> None:
+    """The answer's ``x-tokenward-max-tokens: N``: the output bound the gateway set or
+    clamped, the last one a stage wrote (validation, then a screening restriction)."""
+    headers = ctx.response_headers
+    headers[:] = [h for h in headers if h[0] != MAX_TOKENS_HEADER]
+    headers.append((MAX_TOKENS_HEADER, b"%d" % value))
+
+
 def candidates(req: Any, plan: PlanConfig) -> int:
     n = req.n if isinstance(req.n, int) else 1
     if n > plan.max_n:
