@@ -23,6 +23,8 @@ from typing import Any, Awaitable, Callable, Optional
 
 import typer
 
+from ..config.stores import Store, failure, redact_url
+
 keys_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Create, list, revoke, suspend and reinstate API keys (each change is audited).")
 
@@ -83,16 +85,12 @@ def _run(config_path: Path, action: Callable[[Any, Any], Awaitable[Any]]) -> Any
     except KeyStoreError as exc:
         raise _fail(str(exc)) from None
     except (OSError, ConnectionError, SQLAlchemyError) as exc:
-        raise _fail(f"key store {_redact(cfg.keystore.url)} unavailable: {exc.__class__.__name__}: {exc}") from None
+        raise _fail(failure(Store("key store", cfg.keystore.url), exc)) from None   # as serve says it
 
 
 def _redact(url: str) -> str:
     """A database URL without its password, fit for an error message."""
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not at or ":" not in creds:
-        return url
-    return f"{scheme}{sep}{creds.split(':', 1)[0]}:***@{host}"
+    return redact_url(url)
 
 
 def _key_id(ident: str) -> str:
