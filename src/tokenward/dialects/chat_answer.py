@@ -10,6 +10,7 @@ from typing import Union
 import msgspec
 
 from ..errors import Reason, Refusal
+from ..upstream import chunks
 
 
 class Function(msgspec.Struct):
@@ -71,3 +72,28 @@ def usage_counts(usage: object) -> tuple[int, int, int, int] | None:
 
 def _count(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+class StreamChoice(chunks.Choice):
+    """A streamed choice, with vLLM's ``stop_reason`` (the stop string that ended it)."""
+
+    stop_reason: Union[str, int, None] = None
+
+
+class StreamChunk(chunks.Chunk):
+    choices: Union[list[StreamChoice], None] = None
+
+
+_decode_chunk = msgspec.json.Decoder(StreamChunk).decode
+
+
+def as_chunk(chunk: object) -> chunks.Chunk | None:
+    """A chat chunk from a dict, its SSE data bytes, or already typed (None: unreadable)."""
+    if isinstance(chunk, chunks.Chunk):
+        return chunk
+    try:
+        if isinstance(chunk, (bytes, bytearray, memoryview)):
+            return _decode_chunk(chunk)
+        return msgspec.convert(chunk, StreamChunk)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None

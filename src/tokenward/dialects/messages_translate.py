@@ -1,0 +1,236 @@
+"""Messages API <-> chat completions: the request forward, the whole answer back.
+
+``unsupported(parsed)`` lists what only an upstream serving Anthropic's Messages API
+natively can honour (server tools, MCP servers, containers, images inside a tool
+result); ``chat_request(parsed)`` refuses the first of them and otherwise returns the
+chat-completions request as a dict. ``message_from_chat`` turns a whole chat completion
+into a Messages ``message`` object. ``count_tokens_body`` answers ``count_tokens``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from msgspec import UNSET
+
+from ..errors import Reason, Refusal
+from . import chat_answer
+from .common import Unsupported, encode, new_id
+from .messages_schema import (
+    Base64Source,
+    ChoiceAny,
+    ChoiceAuto,
+    ChoiceNone,
+    ChoiceTool,
+    ImageBlock,
+    Message,
+    Parsed,
+    TextBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+_NATIVE = "only an upstream that serves the Messages API natively can"
+STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
+                "function_call": "tool_use", "content_filter": "refusal"}
+
+
+def unsupported(parsed: Parsed) -> list[Unsupported]:
+    """What this request asks that a translation to chat completions cannot do."""
+    req = parsed.request
+    out = [Unsupported("tools", f"the server tool `{kind}` runs on Anthropic's side: {_NATIVE} run it")
+           for kind in parsed.server_tools]
+    if getattr(req, "mcp_servers", UNSET) not in (UNSET, None) and req.mcp_servers:
+        out.append(Unsupported("mcp_servers", f"MCP servers are called by the server: {_NATIVE} call them"))
+    if isinstance(getattr(req, "container", None), str):
+        out.append(Unsupported("container", f"a container is kept by the server: {_NATIVE} use it"))
+    for i, message in enumerate(req.messages):
+        for j, block in enumerate(message.content if isinstance(message.content, list) else ()):
+            if isinstance(block, ToolResultBlock) and isinstance(block.content, list) and any(
+                    isinstance(inner, ImageBlock) for inner in block.content):
+                out.append(Unsupported(f"messages[{i}].content[{j}].content", "an image inside a tool_result has no "
+                                       "chat-completions equivalent (a tool message holds text)"))
+    return out
+
+
+# -- request -------------------------------------------------------------------------
+
+
+def chat_request(parsed: Parsed) -> dict[str, Any]:
+    """The chat-completions request for a Messages (or count_tokens) request."""
+    problems = unsupported(parsed)
+    if problems:
+        raise problems[0].refusal()
+    req = parsed.request
+    chat: dict[str, Any] = {"model": req.model, "messages": _messages(req)}
+    if isinstance(getattr(req, "max_tokens", None), int):
+        chat["max_tokens"] = req.max_tokens
+    for ours, theirs in (("stop_sequences", "stop"), ("temperature", "temperature"), ("top_p", "top_p"),
+                         ("top_k", "top_k")):
+        value = getattr(req, ours, UNSET)
+        if value is not UNSET:
+            chat[theirs] = value
+    metadata = getattr(req, "metadata", UNSET)
+    if metadata is not UNSET and isinstance(metadata.user_id, str):
+        chat["user"] = metadata.user_id
+    if getattr(req, "stream", False) is True:
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}
+    if parsed.tools:
+        chat["tools"] = [{"type": "function", "function": _function(tool)} for tool in parsed.tools]
+    _tool_choice(req.tool_choice, chat)
+    return chat
+
+
+def _function(tool: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name, "parameters": tool.input_schema}
+    if isinstance(tool.description, str):
+        out["description"] = tool.description
+    if isinstance(tool.strict, bool):
+        out["strict"] = tool.strict
+    return out
+
+
+def _tool_choice(choice: Any, chat: dict[str, Any]) -> None:
+    if isinstance(choice, ChoiceAuto):
+        chat["tool_choice"] = "auto"
+    elif isinstance(choice, ChoiceAny):
+        chat["tool_choice"] = "required"
+    elif isinstance(choice, ChoiceTool):
+        chat["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
+    elif isinstance(choice, ChoiceNone):
+        chat["tool_choice"] = "none"
+    if getattr(choice, "disable_parallel_tool_use", None) is True:
+        chat["parallel_tool_calls"] = False
+
+
+def _messages(req: Any) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if isinstance(req.system, str):
+        out.append({"role": "system", "content": req.system})
+    elif isinstance(req.system, list):
+        out.append({"role": "system", "content": [{"type": "text", "text": b.text} for b in req.system]})
+    for i, message in enumerate(req.messages):
+        if isinstance(message.content, str):
+            out.append({"role": message.role, "content": message.content})
+        elif message.role == "user":
+            out.extend(_user(message, i))
+        else:
+            out.append(_assistant(message, i))
+    return out
+
+
+def _user(message: Message, i: int) -> list[dict[str, Any]]:
+    """Tool results first (each a tool message, right after the assistant's calls), then
+    the rest of the turn as one user message."""
+    tools: list[dict[str, Any]] = []
+    parts: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, ToolResultBlock):
+            tools.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": _result_text(block)})
+        elif isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ImageBlock):
+            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+        else:
+            raise _misplaced(block, "user", f"messages[{i}].content[{j}]")
+    return tools + ([{"role": "user", "content": parts}] if parts else [])
+
+
+def _result_text(block: ToolResultBlock) -> Any:
+    if block.content is UNSET:
+        return ""
+    if isinstance(block.content, str):
+        return block.content
+    return [{"type": "text", "text": inner.text} for inner in block.content if isinstance(inner, TextBlock)]
+
+
+def _image_url(block: ImageBlock) -> str:
+    source = block.source
+    if isinstance(source, Base64Source):
+        return f"data:{source.media_type};base64,{source.data}"
+    return source.url
+
+
+def _assistant(message: Message, i: int) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = []
+    calls: list[dict[str, Any]] = []
+    for j, block in enumerate(message.content):
+        if isinstance(block, TextBlock):
+            parts.append({"type": "text", "text": block.text})
+        elif isinstance(block, ToolUseBlock):
+            raw = bytes(block.input)
+            if not raw.lstrip().startswith(b"{"):
+                param = f"messages[{i}].content[{j}].input"
+                raise Refusal(Reason.invalid_field, f"Invalid value at {param}: a tool_use input must be an "
+                              "object", param=param)
+            calls.append({"id": block.id, "type": "function",
+                          "function": {"name": block.name, "arguments": raw.decode()}})
+        elif isinstance(block, (ImageBlock, ToolResultBlock)):
+            raise _misplaced(block, "assistant", f"messages[{i}].content[{j}]")
+        # thinking and redacted_thinking blocks: a chat backend has no place for them
+    out: dict[str, Any] = {"role": "assistant", "content": parts or None}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+def _misplaced(block: Any, role: str, param: str) -> Refusal:
+    kind = type(block).__struct_config__.tag
+    return Refusal(Reason.invalid_field, f"Invalid value at {param}: a `{kind}` block is not allowed in a "
+                   f"{role} message", param=param)
+
+
+# -- answer --------------------------------------------------------------------------
+
+
+def usage_object(usage: object, input_tokens: int = 0) -> dict[str, Any]:
+    """Anthropic usage: ``input_tokens`` excludes the prompt tokens read from a cache."""
+    counts = chat_answer.usage_counts(usage)
+    if counts is None:
+        return {"input_tokens": input_tokens, "output_tokens": 0}
+    prompt, completion, cached, _ = counts
+    return {"input_tokens": prompt - cached, "output_tokens": completion,
+            "cache_read_input_tokens": cached, "cache_creation_input_tokens": 0}
+
+
+def stop_of(parsed: Parsed, finish_reason: str | None, stop_reason: object) -> tuple[str, str | None]:
+    """(stop_reason, stop_sequence): vLLM names the stop string that ended the answer."""
+    sequences = getattr(parsed.request, "stop_sequences", UNSET)
+    if finish_reason == "stop" and isinstance(stop_reason, str) and sequences is not UNSET \
+            and stop_reason in sequences:
+        return "stop_sequence", stop_reason
+    return STOP_REASONS.get(finish_reason or "", "end_turn"), None
+
+
+def tool_input(name: str, arguments: str) -> Any:
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise Refusal(Reason.upstream_error, f"the model's arguments for the tool `{name}` are not a JSON object")
+    return value
+
+
+def message_from_chat(body: bytes | dict, parsed: Parsed, *, message_id: str | None = None) -> dict[str, Any]:
+    """A whole chat completion as a Messages ``message`` object."""
+    answer = chat_answer.read(body)
+    choice = answer.choices[0]
+    content: list[dict[str, Any]] = []
+    text = choice.message.content or choice.message.refusal
+    if text:
+        content.append({"type": "text", "text": text})
+    for call in choice.message.tool_calls or ():
+        content.append({"type": "tool_use", "id": call.id or new_id("toolu"), "name": call.function.name,
+                        "input": tool_input(call.function.name, call.function.arguments)})
+    stop_reason, stop_sequence = stop_of(parsed, choice.finish_reason, choice.stop_reason)
+    return {"id": message_id or new_id("msg"), "type": "message", "role": "assistant",
+            "model": parsed.request.model, "content": content, "stop_reason": stop_reason,
+            "stop_sequence": stop_sequence, "usage": usage_object(answer.usage)}
+
+
+def count_tokens_body(input_tokens: int) -> bytes:
+    """The answer of ``POST /v1/messages/count_tokens``."""
+    return encode({"input_tokens": input_tokens})
