@@ -32,6 +32,8 @@ def test_an_unreachable_key_store_is_named_with_its_url_and_no_password(tmp_path
     probed = tokenward("check-config", "--connect", str(config), cwd=tmp_path)
     assert probed.returncode == 3
     assert probed.stderr == line and "s3cret" not in probed.stdout + probed.stderr
+    listed = tokenward("keys", "list", "--config", str(config), cwd=tmp_path)   # the keys CLI says it alike
+    assert listed.returncode == 1 and listed.stderr == "error: " + line.removeprefix("tokenward: ")
 
 
 def test_a_sqlite_key_store_that_cannot_be_made_is_named(tmp_path):
