@@ -102,3 +102,15 @@ def test_serve_help_says_what_stops_a_start_and_what_does_not():
     assert "the key store cannot be opened" in text
     assert "A budget store or backend that does not answer does not stop it" in text
     assert "/readyz is 503 naming it" in text
+
+
+async def test_too_many_open_jobs_says_when_to_retry():
+    async with mock_backend() as mock, gateway_in_process(
+            base_config(mock.url).replace("max_output_tokens: 4096}", "max_output_tokens: 4096, max_open_jobs: 1}")) as gw:
+        async with gw.client() as client:
+            assert (await client.post(gw.url + "/v1/jobs", json={"budget_tokens": 10})).status_code == 201
+            busy = await client.post(gw.url + "/v1/jobs", json={"budget_tokens": 10})
+            assert busy.status_code == 429 and busy.json()["error"]["code"] == "concurrency_limit"
+            assert busy.headers.get("x-tokenward-reason", "concurrency_limit") == "concurrency_limit"
+            assert busy.headers["retry-after"] == "1"
+            assert await mock.requests() == 0

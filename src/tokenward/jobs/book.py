@@ -138,7 +138,8 @@ class JobBook:
                                                 f"retry after {wait}s", headers=((b"retry-after", b"%d" % wait),))
         if status == job_policy.TOO_MANY_OPEN:
             return Refusal(Reason.concurrency_limit, f"this tenant has {plan.max_open_jobs} open jobs, the plan's "
-                                                     "max_open_jobs; cancel one or wait for one to end")
+                                                     "max_open_jobs; cancel one or wait for one to end",
+                           headers=((b"retry-after", b"1"),))   # retryable once one ends
         assert parent is not None
         if status == job_policy.PARENT_MISSING:
             self.forget(tenant, parent.id)
