@@ -47,7 +47,7 @@ def serving(status: int, body: bytes, content_type: str = "application/json",
     """``(base_url, canned)`` while a server on 127.0.0.1 answers with ``body``."""
     canned = Canned(status, body, content_type, headers)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(canned))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}", canned
