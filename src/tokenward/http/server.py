@@ -182,7 +182,7 @@ class HttpConnection(asyncio.Protocol):
         self.header_bytes = 0
         self.seen = 0
         if self.head_since is None:
-            self.head_since = self.loop.time()
+            self.head_since = self.last_read   # parsing runs inside data_received: now
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -219,7 +219,7 @@ class HttpConnection(asyncio.Protocol):
             "root_path": "", "headers": self.headers, "client": self.client, "server": self.server,
         }
         self.idle_since = self.head_since = None
-        self.body_since, self.body_bytes = self.loop.time(), 0
+        self.body_since, self.body_bytes = self.last_read, 0
         keep_alive = parser.should_keep_alive() and not self.state.draining
         cycle = RequestCycle(self, scope, keep_alive, self.expect)
         self.parsing = cycle
