@@ -33,3 +33,4 @@ async def test_status_counts_screening_per_tenant_and_shows_small_spend(tmp_path
         html = (await gw.client.get("/admin/status", headers=ADMIN)).text
         shown = f"{spend['used']:.6f}".rstrip("0")
         assert f"</span> {shown} of 5.0 USD" in html   # was "0.00 of 5.0 USD"
+        assert "Screening outcomes, last 5 min (this replica)" in html

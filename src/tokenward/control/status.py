@@ -92,6 +92,7 @@ class StatusPage:
         controls = [c.public(now) for c in self.runtime.view.controls if c.tenant == tenant and c.active_at(now)]
         return {"budget": await self._budget(tenant, now), "open_here": open_here, "streaming_here": streaming_here,
                 "refusals": dict(sorted(refusals.items(), key=lambda kv: -kv[1])),
+                # refusals' and screening's alike: the signals' shared counts, else this replica's
                 "refusals_scope": "all replicas" if shared is not None else "this replica",
                 "screening": screening, "controls": controls, "cache": cache}
 

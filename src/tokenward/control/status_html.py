@@ -88,7 +88,8 @@ def _tenant(name: str, t: dict, window_s: float) -> str:
             f"<h3>Actions, pauses and exemptions</h3><div class=\"controls\">{_controls(t['controls'])}</div>"
             f"<h3>Refusals by reason, last {minutes} min ({escape(t['refusals_scope'])})</h3>"
             f"{_counts('reason', t['refusals'], 'no refusals')}"
-            f"<h3>Screening outcomes, last {minutes} min</h3>{_counts('outcome', t['screening'], 'none recorded')}"
+            f"<h3>Screening outcomes, last {minutes} min ({escape(t['refusals_scope'])})</h3>"
+            f"{_counts('outcome', t['screening'], 'none recorded')}"
             "</section>")
 
 
