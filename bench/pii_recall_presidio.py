@@ -1,6 +1,6 @@
 """Recall, false positives and CPU cost of the optional Presidio PII detector.
 
-    python3 bench/pii_recall_presidio.py [--min-score 0.7] [--rounds 20]
+    python3 bench/pii_recall_presidio.py [--min-score 0.7] [--rounds 20] [--load]
 
 Needs the presidio extra (docs/pii-presidio.md). Runs ``PresidioDetector`` (built-in
 patterns merged with Presidio + spaCy en_core_web_sm) over the planted evaluation set
@@ -10,6 +10,14 @@ detector alone; the false positives on the look-alike texts per type; the spans 
 planted texts that were not planted. Then the cold start (import + model load) and the
 CPU time per ``find`` call, p50 and p99 over single calls (``time.process_time_ns``), on
 the planted texts and on 2 KB prompts, beside the built-in detector's.
+
+Then the outside set (bench/eval_sets/build_pii.py), dev and test side by side: recall per
+type for Presidio with the built-in patterns and the name cues (what ``detector: presidio``
+runs), without the cues, and the built-in patterns alone; the planted values that reach the
+backend (left verbatim by the gateway's ``Masker``); false positives on the look-alikes.
+``--load`` adds the wall latency through the gateway's screener (the thread it runs in,
+``screening.run``) under Poisson arrivals of outside texts and 2 KB prompts, and how many
+requests each budget (25, 100, 250 ms) would have failed.
 """
 
 from __future__ import annotations
@@ -113,6 +121,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--min-score", type=float, default=None)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--load", action="store_true", help="latency under Poisson arrivals (after the tables)")
     args = parser.parse_args()
 
     t0 = time.perf_counter()
@@ -141,5 +150,75 @@ def main() -> None:
         print(f"  {label:<44} presidio {p50 / 1000:7.2f} / {p99 / 1000:7.2f} ms   built-in {b50:7.1f} / {b99:7.1f} us")
 
 
+def outside_tables(variants: dict[str, Find]) -> None:
+    from bench.eval_sets import pii as outside
+
+    rows = {split: outside.load(split) for split in ("dev", "test")}
+    scores = {(name, split): outside.score(find, rows[split]) for name, find in variants.items() for split in rows}
+    print("\noutside set (bench/eval_sets/pii_*.jsonl): recall, dev / test")
+    print(f"{'entity':<16}" + "".join(f"{name:>26}" for name in variants))
+    for kind in outside.TYPES:
+        cells = []
+        for name in variants:
+            pair = []
+            for split in ("dev", "test"):
+                sc = scores[(name, split)]
+                pair.append(f"{sc.found[kind]}/{sc.planted[kind]}" if sc.planted[kind] else "-")
+            cells.append(" / ".join(pair))
+        print(f"{kind:<16}" + "".join(f"{c:>26}" for c in cells))
+    for name in variants:
+        for split in ("dev", "test"):
+            sc = scores[(name, split)]
+            print(f"{name} {split}: {sum(sc.reached.values())}/{sum(sc.planted.values())} planted values reach the "
+                  f"backend ({100 * sc.reached_share():.1f}%) {dict(sc.reached)}; false positives on "
+                  f"{sc.lookalikes} look-alikes: {sc.fp_examples}")
+
+
+def load_latency(rate: float, n: int, big_share: float, seed: int = 1) -> None:
+    """Wall ms through the gateway's Presidio screener under Poisson arrivals."""
+    import asyncio
+    import random
+
+    from bench.eval_sets import pii as outside
+    from tokenward.screening import screener as screening
+    from tokenward.screening.detectors import pii_screener
+
+    texts = [r["text"] for r in outside.load("test")]
+    big = " ".join(texts)[:2048]
+
+    async def run() -> list[float]:
+        scr = pii_screener("presidio", None)
+        await screening.run(scr, [texts[0]], 5)
+        rng, lat = random.Random(seed), []
+
+        async def one(batch: list[str]) -> None:
+            t0 = time.perf_counter()
+            await screening.run(scr, batch, 10)
+            lat.append((time.perf_counter() - t0) * 1000)
+
+        tasks = []
+        for _ in range(n):
+            await asyncio.sleep(rng.expovariate(rate))
+            tasks.append(asyncio.create_task(one([big] if rng.random() < big_share else [rng.choice(texts)])))
+        await asyncio.gather(*tasks)
+        return lat
+
+    lat = asyncio.run(run())
+    q = statistics.quantiles(lat, n=100)
+    over = {b: 100 * sum(x > b for x in lat) / len(lat) for b in (25, 100, 250)}
+    print(f"  {rate:4.0f}/s, {100 * big_share:3.0f}% 2 KB, {n} requests: p50 {q[49]:6.1f}  p99 {q[98]:6.1f}  "
+          f"max {max(lat):6.1f} ms; over 25 ms {over[25]:4.1f}%, 100 ms {over[100]:3.1f}%, 250 ms {over[250]:3.1f}%")
+
+
 if __name__ == "__main__":
     main()
+    from tokenward.pii.presidio import PresidioDetector as _P
+
+    outside_tables({"presidio (shipped)": _P().find, "presidio, no name cues": _P(names=False).find,
+                    "built-in alone": PatternDetector().find})
+    if "--load" in sys.argv:
+        import os
+
+        print(f"\nwall latency through the screener (load average {os.getloadavg()[0]:.1f}):")
+        for rate, share in ((5, 0.0), (20, 0.0), (5, 0.1), (10, 0.1)):
+            load_latency(rate, 300, share)

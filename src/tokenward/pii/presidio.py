@@ -8,9 +8,9 @@ Presidio adds what needs a model: names (PERSON) and places (LOCATION).
 Entity names, Presidio -> gateway (``FROM_PRESIDIO``)::
 
     EMAIL_ADDRESS -> EMAIL          US_BANK_NUMBER     -> BANK_ACCOUNT
-    PHONE_NUMBER  -> PHONE          ABA_ROUTING_NUMBER -> ROUTING_NUMBER
+    PHONE_NUMBER  -> PHONE          ABA_ROUTING_NUMBER -> ROUTING_NUMBER (recognizer left off)
     CREDIT_CARD   -> CREDIT_CARD    CRYPTO             -> CRYPTO
-    US_SSN        -> US_SSN         PERSON             -> PERSON
+    US_SSN        -> US_SSN         PERSON             -> PERSON   (+ names.recover_names)
     IBAN_CODE     -> IBAN           LOCATION           -> LOCATION
     IP_ADDRESS    -> IP_ADDRESS
 
@@ -38,9 +38,10 @@ tldextract's bundled public-suffix snapshot (``suffix_list_urls=()``, no cache d
 
 Cost (docs/pii-presidio.md): spaCy runs on every text, ~7.5 ms of CPU for a 150-character
 prompt and ~57-75 ms for 2 KB, against ~20-330 us for the built-in detector alone. ``find``
-is synchronous and the screening stage runs it inline, so a policy's ``timeout_ms`` cannot
-preempt it and it holds the event loop for that long. The analyzer (with the model,
-~1.3 s to load) is built once per entity set and shared by detectors in the process.
+is synchronous; the screening stage runs it in a thread (``screening.screener.Threaded``)
+under the policy's budget, ``DEFAULT_TIMEOUT_MS`` when the policy sets none. The analyzer
+(with the model, ~1.3 s to load) is built once per entity set and shared by detectors in
+the process. Names spaCy misses or calls places are recovered from cues (``names``).
 """
 
 from __future__ import annotations
@@ -124,7 +125,9 @@ _PATTERN_RECOGNIZERS: dict[str, Any] = {
     "IBAN_CODE": _pr.IbanRecognizer,
     "IP_ADDRESS": _pr.IpRecognizer,
     "US_BANK_NUMBER": _pr.UsBankRecognizer,
-    "ABA_ROUTING_NUMBER": _pr.AbaRoutingRecognizer,  # not in Presidio's default registry
+    # ABA_ROUTING_NUMBER: Presidio's recognizer (off in its default registry) scores any
+    # checksum-valid 9-digit run 1.0 without context ("Your order 653381532 shipped"): the
+    # built-in ROUTING_NUMBER, which wants a routing keyword, is the one used.
     "CRYPTO": _pr.CryptoRecognizer,
 }
 
