@@ -58,3 +58,15 @@ def test_check_config_connect_names_an_unreachable_budget_store(tmp_path):
                              "connection refused\n")
     assert "key store at sqlite:///" in probed.stdout and ": ok" in probed.stdout
     assert not (tmp_path / "tokenward-quickstart-keys.db").exists()   # a probe makes no store
+
+
+def test_check_config_connect_reaches_the_identity_providers_key_set(tmp_path):
+    port = _closed_port()
+    jwt = ("jwt:\n  issuers:\n    - {issuer: 'https://idp.example/', audience: tw, tenant_claim: org, "
+           f"jwks_url: 'http://127.0.0.1:{port}/jwks.json'}}\n")
+    config = quickstart_copy(tmp_path, lambda t: t + jwt)
+    assert tokenward("check-config", str(config), cwd=tmp_path).returncode == 0   # no network without --connect
+    probed = tokenward("check-config", "--connect", str(config), cwd=tmp_path)
+    assert probed.returncode == 3
+    assert probed.stderr == (f"tokenward: cannot reach the identity provider's key set at "
+                             f"http://127.0.0.1:{port}/jwks.json: connection refused\n")

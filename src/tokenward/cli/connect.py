@@ -1,7 +1,8 @@
 """``check-config --connect``: reach what plain check-config does not touch.
 
 Each store the config opens (config/stores.py: key, budget, cache, abuse) gets one cheap
-request, and each upstream with a ``health_path`` the probe ``/readyz`` makes. One line per
+request, each upstream with a ``health_path`` the probe ``/readyz`` makes, and each JWT
+issuer's JWKS URL a GET that must answer a key set. One line per
 part on stdout when it answers; a part that does not is one line on stderr in the words a
 failed ``serve`` uses (``cannot reach the key store at URL: why``, the password left out).
 """
@@ -27,12 +28,35 @@ async def _check(cfg: Config) -> bool:
     store_results = await asyncio.gather(*(probe(store, cfg, _TIMEOUT_S) for store in stores))
     upstreams = [(name, up) for name, up in cfg.upstreams.items()]
     upstream_results = await asyncio.gather(*(_upstream(name, up) for name, up in upstreams))
+    jwks_results = await asyncio.gather(*(_jwks(issuer.jwks_url) for issuer in cfg.jwt.issuers))
     ok = True
     for store, failed in zip(stores, store_results):
         ok &= _say(failed, f"{store.name} at {redact_url(store.url)}: ok")
-    for (name, _), (failed, line) in zip(upstreams, upstream_results):
+    for failed, line in [*upstream_results, *jwks_results]:
         ok &= _say(failed, line)
     return ok
+
+
+async def _jwks(url: str) -> tuple[str | None, str]:
+    """(failure, success line) of one identity provider's key set."""
+    import httpx
+
+    from ..config.stores import why
+
+    where = f"identity provider's key set at {redact_url(url)}"
+    try:
+        async with httpx.AsyncClient(timeout=_TIMEOUT_S) as client:
+            reply = await client.get(url)
+        keys = reply.json().get("keys") if reply.status_code == 200 else None
+    except httpx.TimeoutException:
+        return f"cannot reach the {where}: no answer within {_TIMEOUT_S:g} s", ""
+    except httpx.HTTPError as exc:
+        return f"cannot reach the {where}: {why(exc)}", ""
+    except ValueError:
+        keys = None
+    if not isinstance(keys, list):
+        return f"the {where} answered {reply.status_code} without a JSON key set", ""
+    return None, f"{where}: ok ({len(keys)} keys)"
 
 
 def _say(failure: str | None, line: str) -> bool:

@@ -51,7 +51,9 @@ def why(exc: BaseException) -> str:
     seen = set()
     while id(exc) not in seen:
         seen.add(id(exc))
-        inner = getattr(exc, "orig", None) or exc.__cause__
+        wrapped = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else None   # httpcore's
+        inner = getattr(exc, "orig", None) or exc.__cause__ or wrapped or (
+            None if exc.__suppress_context__ else exc.__context__)
         if not isinstance(inner, BaseException):
             break
         exc = inner
