@@ -65,9 +65,14 @@ def usage_counts(usage: object) -> tuple[int, int, int, int] | None:
     prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
     if not _count(prompt) or not _count(completion):
         return None
-    cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
-    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
+    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
     return prompt, completion, cached if _count(cached) else 0, reasoning if _count(reasoning) else 0
+
+
+def _detail(usage: dict, group: str, name: str) -> object:
+    details = usage.get(group)
+    return details.get(name) if isinstance(details, dict) else None
 
 
 def _count(value: object) -> bool:

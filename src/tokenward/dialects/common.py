@@ -10,10 +10,10 @@ import msgspec
 from ..errors import Reason, Refusal
 from ..validation.bounded import decode_refusal, too_deep, validation_refusal
 
-# The reason code a later phase adds to ``errors.Reason`` (400, invalid_request_error):
-# a dialect feature the gateway cannot translate to chat completions and the upstream
-# does not serve natively. Until then ``refusal`` maps it to ``feature_not_entitled``'s
-# neighbour ``invalid_field`` so nothing here depends on the enum edit.
+# The reason code proposed for ``errors.Reason`` (400, invalid_request_error), added by the
+# wiring phase: a dialect feature that cannot be translated to chat completions, asked of an
+# upstream that does not serve the dialect natively. ``Unsupported.refusal`` uses the enum
+# member once it exists and ``invalid_field`` until then.
 DIALECT_UNSUPPORTED = "dialect_unsupported"
 DIALECT_UNSUPPORTED_STATUS = 400
 DIALECT_UNSUPPORTED_TYPE = "invalid_request_error"
