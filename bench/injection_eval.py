@@ -1,6 +1,6 @@
 """Quality and CPU cost of the heuristic injection detector (screening/injection.py).
 
-    python3 bench/injection_eval.py [--misses]
+    python3 bench/injection_eval.py [--misses] [--outside dev|test]
 
 Prints the confusion table on the evaluation set (tests/screening/injection_eval.py) at the
 restrict (0.6) and block (0.9) thresholds, the CPU time per prompt over the evaluation set
@@ -8,6 +8,12 @@ restrict (0.6) and block (0.9) thresholds, the CPU time per prompt over the eval
 compiles the per-token regexes) and the median over 2,000 calls for a 2 KB benign English
 prompt (plus, for reference, the same length of typographic, German, Russian and Chinese
 text). ``--misses`` lists the attacks under 0.6 and the benign prompts at or over 0.6.
+
+``--outside SPLIT``: the same detector on the outside set (bench/eval_sets, built from
+third-party packages; tune on ``dev``, report on ``test``): precision, recall, the
+false-positive rate on benign and on risky-looking benign prompts, recall by family,
+language and channel, CPU per prompt (p50/p99). ``--misses`` lists only counts there
+(the test split's texts are not printed: nobody tunes on them by reading them).
 """
 
 from __future__ import annotations
@@ -102,11 +108,33 @@ def latency(detector: HeuristicInjection) -> None:
               f"p99 {sorted(costs)[1979] / 1000:.1f} us")
 
 
+def outside(detector: HeuristicInjection, split: str) -> None:
+    from bench.eval_sets import report
+    from bench.eval_sets.injection import load
+
+    rows = load(split)
+    for r in rows:
+        detector.score([r["text"]])                      # warm: the per-token regexes compiled once
+    scores, costs = [], []
+    for r in rows:
+        started = time.process_time_ns()
+        scores.append(detector.score([r["text"]])[0])
+        costs.append((time.process_time_ns() - started) / 1000)
+    print("\n".join(report.summary(f"outside {split} split (bench/eval_sets)", scores, rows)))
+    print("\n".join(report.breakdown(scores, rows)))
+    p50, p99 = report.percentiles(costs)
+    print(f"CPU per prompt: p50 {p50:.1f} us, p99 {p99:.1f} us")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--misses", action="store_true", help="list attacks under 0.6 and benign prompts over it")
+    parser.add_argument("--outside", choices=("dev", "test"), help="the outside set's split instead of the own set")
     args = parser.parse_args()
     detector = HeuristicInjection()
+    if args.outside:
+        outside(detector, args.outside)
+        return
     cold_pass(detector)
     scored = table(detector)
     latency(detector)

@@ -25,7 +25,7 @@ from itertools import islice
 from operator import or_
 from typing import Sequence
 
-from .encoded import LONG_TOKEN, MAX_DEPTH, REV_CUES, ROT_CUES, homoglyphs, pieces
+from .encoded import LONG_TOKEN, MAX_DEPTH, REV_CUES, ROT_CUES, homoglyphs, maybe_encoded, pieces
 from .folding import FOLD, HIDDEN, NONWORD, TOK, ascii_table, fold, fold_pattern, translate_mostly_ascii
 from .injection_patterns import MARKUP_SPECS, NEEDS, V_HEAD, V_OVR, WORD_SPECS, entries
 
@@ -39,7 +39,8 @@ _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltrati
          "jailbreak 0.8 no_disclaimers 0.6 stay_in_character 0.5 you_are_now 0.4 persona_ml 1.8 no_content_policy 1.2 "
          "without_limits 0.6",
     "E": "reveal_prompt 2.4 exfil_send 2.4 markdown_exfil 2.4 encode_exfil 2.4 what_told 1.6 reveal_above 1.4 "
-         "send_url 0.8 credentials 0.8 markdown_image_query 0.5 decode_follow 1.4 collect_data 0.6 tool_exfil 1.2",
+         "send_url 0.8 credentials 0.8 markdown_image_query 0.5 decode_follow 1.4 collect_data 0.6 tool_exfil 1.2 reveal_tools 0.9 "
+         "user_data 0.9",
     "M": "role_token 2.0 tag_chars 1.6 comment_instruction 1.4 fake_turn 1.4 role_tag 1.2 address_ai 1.2 "
          "hidden_instruction 1.0 indirect_when 0.8 invisible_chars 0.7 hidden_css 0.6 obfuscated 0.6 role_line 0.5 "
          "html_comment 0.3 context_escape 1.2 destructive_tool 1.0 authority_note 1.0 answer_directive 0.9 "
@@ -304,7 +305,7 @@ def _read(text: str, depth: int = 0) -> list[tuple[int, int, str]]:
         if name in _ACTIVE and (_LEET_IN_WORD.search(text, a, b) or (idx and HIDDEN.search(text, a, b))):
             found.append((a, b, "obfuscated"))
             break
-    if depth < MAX_DEPTH and (any(encoded) or "\\" in text or "%" in text or " 20 " in text):
+    if depth < MAX_DEPTH and (any(encoded) or maybe_encoded(text)):
         spans = encoded[0] if idx is None else [(idx[a], idx[b - 1] + 1) for a, b in encoded[0]]
         found += _decoded(text, (spans, *encoded[1:]), depth)
     if depth < MAX_DEPTH and not text.isascii() and (latin := homoglyphs(text)) is not None:

@@ -68,6 +68,9 @@ SYS_INSTR_ML = (r"(?:(?:tus|tes|vos|ton|ta|deine|deinen|deiner|dein|ihre|tue|tuo
                 r"(?:sistema|systeme)\b|systemanweisungen|systemprompt")
 NOW_YOU = (r"(?=[^\w\n]{1,4}(?:du|tu|vous|usted|voce|gibst|ignor|olvid|oubli|dimentic|esquec|vergiss|eres|sei|estas|"
            r"es|ignora)\w*)")
+ABIDE = r"(?:abide|comply|adhere|follow)"
+TOOLS = r"(?:tools?|functions?)"
+USERS = r"(?:user'?s\s+)"
 FOLLOW = r"(?:follow|execute|obey|comply|carry\s+out|perform|run)\b(?!\s+up\b)"
 ANSWERS = r"(?:answers?|responses?|replies|reply|summar\w+)"
 NOTHING_ELSE = r"\band\s+nothing\s+else\b"
@@ -92,7 +95,9 @@ FILL = (r"(?:{S}(?:me|us|back|out|again|now|please|the|your|its|all|of|full|enti
         r"{S}").format(S=S)
 TARGET_SYS = (r"(?:system|developer|hidden|secret|internal|initial|confidential|pre|meta)[ -]?(?:prompts?|"
               r"instructions|messages?|rules|directives)|(?:full|complete|entire|exact|original|first)\s+(?:system\s+)?"
-              r"prompt|(?:your|its|the\s+model's|the\s+assistant's)\s+(?:\w{1,20}\s+){0,2}?(?:prompt|instructions|"
+              r"prompt|(?:your|its)\s+(?:secret|hidden|internal|confidential|original|initial|system)\s+(?:secret|hidden|"
+              r"internal|confidential|original|initial|system)\s+(?:prompt|instructions|rules)|"
+              r"(?:your|its|the\s+model's|the\s+assistant's)\s+(?:\w{1,20}\s+)?(?:prompt|instructions|"
               r"directives|programming|configuration|system\s+message)|(?:the\s+)?(?:instructions|prompt|rules)\s+"
               r"you\s+(?:were|have\s+been)\s+given")
 ABOVE = (r"(?:the\s+)?(?:text|words|content|instructions|prompt|everything|all|anything)\s+(?:above|before\s+this|"
@@ -106,7 +111,7 @@ SENSITIVE = (r"(?:(?:the|this|our|all|entire|full|whole|my|your|their)\s+)?(?:(?
              r"workspace)\s+(?:data|api\s+keys?|configuration|config)|everything\s+above|text\s+above)\b")
 URLISH = (r"(?:https?:|www\.|\burl\b|\bwebhook\b|\bendpoint\b|\w\.(?:com|net|org|io|co|ru|xyz|cn|info|biz|top|tk|cc|"
           r"example|dev|app|ai|me|us|uk|de|fr|eu|site|online|link|sh)\b|(?:external|outside|third-party)\s+"
-          r"(?:address|server|email|e-mail|url|domain)|(?:adresse|direccion|indirizzo|endereco|adresse)\s+"
+          r"(?:address|server|email|e-mail|url|domain|webhook|endpoint)|(?:adresse|direccion|indirizzo|endereco|adresse)\s+"
           r"(?:externe|externa|esterno|externo|e-mail))")
 SENSITIVE_ML = (r"(?:historial|historique|verlauf|chatverlauf|cronologia|historico|conversacion|gesprach\w*|"
                 r"donnees|datos|dati|daten|dados|mots?\s+de\s+passe|contrasenas?|passw(?:o|ö)rt\w*|senhas?|"
@@ -166,7 +171,7 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("secrecy", "do don't dont never without", r"(?:\s+not)?\s+(?:tell|inform|notify|alert|let|warn)(?:ing)?\s+the\s+"
      r"user\b|(?:\s+not)?\s+(?:mention|reveal|disclose)\s+(?:this|these|it)\s+to\s+the\s+user\b"),
     ("dan", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:going\s+to\s+(?:be|act\s+as)\s+)?[\"']?dan\b"),
-    ("dan", "act known roleplay play become called named", r"(?:\s+as)?\s+(?:a\s+)?[\"']?dan\b"),
+    ("dan", "act known roleplay play become called named stay remain", r"(?:\s+as)?\s+(?:a\s+)?[\"']?dan\b"),
     ("dan", "dan", r"(?:\s+mode\b|[^\w\n]{0,3}(?:which\s+)?stands\s+for\b)"),
     ("do_anything_now", "do", r"(?<!n't do)(?<!not do)(?<!cannot do)\s+anything\s+now\b"),
     ("dev_mode", "developer dev god admin sudo root debug jailbreak unrestricted maintenance unfiltered uncensored",
@@ -281,10 +286,18 @@ WORD_SPECS: list[tuple[str, str, str]] = [
      r"rules|the\s+law|consequences|harm)\b"),
     ("no_content_policy", "no without zero", r"\s+(?:any\s+)?(?:content|safety|ethical|moral)\s+(?:restrictions|"
      r"filters?|filtering|polic\w*|guidelines|rules|limits|constraints|boundaries|limitations|guardrails)\b"),
-    ("no_content_policy", "no none", r"\s+(?:of\s+the\s+|of\s+your\s+)?(?:rules|restrictions|guidelines|limits)\s+"
+    ("no_longer_bound", "no none", r"\s+(?:of\s+the\s+|of\s+your\s+)?(?:rules|restrictions|guidelines|limits)\s+"
      r"(?:apply|applies|exist)\b"),
     ("no_content_policy", "mode", r"\s+(?:has|with)\s+no\s+(?:restrictions|limits|filters|rules)\b"),
-    ("no_disclaimers", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?(?:filters?|filtering|refusals?)\b"),
+    ("never_refuse", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?refusals?\b"),
+    ("no_disclaimers", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?(?:filters?|filtering)\b"),
+    # persona claims: freed of the provider's policy, never apologising
+    ("never_refuse", "never", r"\s+(?:say|respond\s+with|reply\s+with|include|write|tell\s+me)\s+[\"']?(?:that\s+)?(?:i'?m\s+"
+     r"sorry|i\s+apologi[sz]e|as\s+an\s+ai|i\s+cannot|i\s+can't|(?:you|he|she|it)\s+can'?t|(?:you|he|she|it)\s+cannot)"),
+    ("no_longer_bound", "you dan ai assistant model chatbot gpt chatgpt", r"(?:\s+\w{1,20})?\s+(?:does\s+not|doesn't|do\s+not|"
+     r"don't|will\s+not|won't|never|no\s+longer|not)\s+(?:have\s+to\s+|need\s+to\s+)?" + ABIDE + r"\w*\s+"
+     r"(?:by\s+|with\s+|to\s+)?(?:any\s+|the\s+|their\s+|its\s+|your\s+)?(?:content\s+polic\w*|openai'?s?\s+"
+     r"(?:rules|polic\w*|guidelines)|(?:ethical|moral|safety)\s+guidelines|rules\s+set\s+for\s+them|rules|restrictions)"),
     # exfiltration and reveal, de fr es it pt
     ("reveal_prompt", "revela revelame muestra muestrame dime rivela rivelami mostra mostrami dimmi revele montre "
      "montrez affiche dis verrate verrat zeige zeig nenne mostre diga revelez gib gebe sag sage ecris escribe scrivi "
@@ -316,13 +329,20 @@ WORD_SPECS: list[tuple[str, str, str]] = [
      r"[^.\n]{0,60}?\b(?:must|should|shall|has\s+to|needs\s+to)\s+(?:always\s+)?(?:include|end|start|begin|cite|"
      r"contain|mention|be\s+(?:phrased|prefixed))"),
     ("answer_directive", "append add include insert cite end", r"[^.\n]{0,60}?\b(?:to|at|in)\s+(?:the\s+(?:end|start)\s+"
-     r"of\s+)?(?:every|each|all|any)\s+(?:future\s+)?" + ANSWERS),
+     r"of\s+)?(?:every|each|all|any|your)\s+(?:future\s+)?" + ANSWERS),
+    ("answer_directive", "every each", r"\s+(?:future\s+|single\s+|subsequent\s+)?" + ANSWERS + r"\b(?!\s+(?:is|are|was|should|must|needs?|has|have)\b)"),
+    ("answer_directive", "start begin prefix", r"\s+(?:your|the|each|every)\s+" + ANSWERS + r"\s+with\b"),
+    ("reveal_tools", "list enumerate print output describe reveal show dump", r"\s+(?:all\s+|every\s+|each\s+|the\s+)?"
+     r"(?:of\s+)?(?:your\s+)?" + TOOLS + r"(?:\s+or\s+functions?)?\s+(?:available|you\s+(?:have|can))"),
+    ("user_data", "restate repeat list output print include reveal", r"\s+the\s+" + USERS + r"(?:full\s+name|email|address|"
+     r"account|personal|phone|password|credentials|date\s+of\s+birth)"),
     ("nothing_else", "reply respond answer output say print return", r"(?:\s+only)?(?:\s+with)?(?:\s+exactly)?[^\n]{1,80}?"
      + NOTHING_ELSE),
-    ("credentials", "respond reply answer", r"\s+with\s+(?:\w{1,20}\s+){0,3}?(?:api[\s_-]?keys?|secret\s+keys?|"
+    ("credentials", "respond reply answer", r"\s+with\s+(?:[\w']{1,20}\s+){0,3}?(?:api[\s_-]?keys?|secret\s+keys?|"
      r"passwords?|credentials|access\s+tokens?|private\s+keys?)\b"),
     ("instead_respond", "instead", r",?\s+(?:respond|reply|answer|output|say|print|return)\b|\s+of\s+(?:answering|"
      r"responding\s+to|replying\s+to)\b"),
+    ("forced_reply", "just", r"\s+(?:reply|respond|answer|output|say)\s+with\b"),
     ("forced_reply", "reply respond answer output say print return", r"\s+(?:only\s+)?(?:with\s+)?(?:exactly|only|"
      r"just|solely)\b(?!\s+(?:one|two|three|yes|no|a|an|the|in|if|when|to)\b)"),
     ("new_task", "your", r"\s+(?:new|real|actual|true|only|next|updated)\s+(?:task|goal|job|purpose|mission|"
@@ -348,12 +368,14 @@ NEEDS: list[tuple[str, tuple[str, ...]]] = [(TAIL, tuple(TAIL_WORDS.split())), (
                                             (PWNED, tuple(PWNED_WORDS.split())),
                                             (FOLLOW, ("follow", "execute", "obey", "comply", "carry", "perform", "run")),
                                             (ANSWERS, ("answer", "response", "repl", "summar")),
-                                            (NOTHING_ELSE, ("nothing",))]
+                                            (NOTHING_ELSE, ("nothing",)), (ABIDE, ("abide", "comply", "adhere", "follow")),
+                                            (TOOLS, ("tool", "function")), (USERS, ("user",))]
 
 ZH_V = "忽略 无视 無視 忽视 忽視 忘记 忘記 忘掉 不要理会 不要理會 跳过 跳過 抛弃 拋棄 放弃 放棄 不要遵守 不再遵守 别管 別管"
 ZH_REST = (r"[^。！？!?\n]{0,8}?(?:之前|以前|先前|上面|上述|前面|此前|原来|原來|原有|原始|所有|全部|一切|你的|系统|系統)"
            r"[^。！？!?\n]{0,6}?(?:指令|指示|提示词|提示詞|提示|规则|規則|说明|說明|命令|设定|設定|要求|约束|約束|限制)")
-JA_REST = r"の?(?:指示|命令|指令|ルール|プロンプト|設定)(?:を|は)?(?:全て|すべて)?(?:無視|忘れ)"
+JA_REST = (r"の?[^。！？\n]{0,6}?(?:指示|命令|指令|ルール|プロンプト|設定|ガイドライン|制限|規則|ポリシー)(?:を|は)?(?:全て|すべて)?"
+           r"(?:無視|忘れ)")
 KO_REST = r"\s*(?:지시|명령|지침|규칙|프롬프트)\S{0,3}\s*(?:모두\s*)?(?:무시|잊어)"
 ZH_SHOW = "显示 顯示 输出 輸出 告诉我 告訴我 打印 重复 重複 泄露 洩露"
 ZH_SHOW_REST = r"[^。！？!?\n]{0,6}?(?:系统提示|系統提示|你的指令|你的提示|初始指令|隐藏指令)"
