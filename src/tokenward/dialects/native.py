@@ -1,0 +1,144 @@
+"""Reading a native upstream's answers in each dialect: usage and the deltas that carry text.
+
+When the upstream serves a dialect itself, the gateway forwards the client's request and
+reads the answer without translating it. Usage then comes from the dialect's own fields:
+Responses' ``usage`` (whole, or in ``response.completed`` / ``response.incomplete``),
+Anthropic's ``usage`` (whole, or ``message_start`` then ``message_delta``). Anthropic counts
+prompt tokens read from or written to its cache apart from ``input_tokens``; the prompt
+here is their sum, as chat's ``prompt_tokens`` is.
+
+``text_delta`` names the events that carry generated text, with a key per text slot, so a
+streamed restorer (personal data) can keep one hold-back buffer per slot and write the
+restored text back with ``with_text``. Events that repeat a whole text (``.done``,
+``output_item.done``, ``response.completed``) are listed by ``whole_texts``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+import msgspec
+
+Counts = tuple[int, int]   # (prompt tokens, completion tokens)
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def responses_usage(usage: object) -> Counts | None:
+    if not isinstance(usage, dict):
+        return None
+    prompt, completion = _int(usage.get("input_tokens")), _int(usage.get("output_tokens"))
+    return (prompt, completion) if prompt is not None and completion is not None else None
+
+
+def messages_usage(usage: object) -> Counts | None:
+    if not isinstance(usage, dict):
+        return None
+    parts = [_int(usage.get(name)) for name in ("input_tokens", "cache_read_input_tokens",
+                                                "cache_creation_input_tokens")]
+    completion = _int(usage.get("output_tokens"))
+    if parts[0] is None or completion is None:
+        return None
+    return sum(p or 0 for p in parts), completion
+
+
+def answer_usage(dialect: str, body: bytes) -> Counts | None:
+    """The usage a whole native answer reports (None: absent or unreadable)."""
+    try:
+        answer = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        return None
+    if not isinstance(answer, dict):
+        return None
+    return (responses_usage if dialect == "responses" else messages_usage)(answer.get("usage"))
+
+
+class StreamUsage:
+    """Usage read from a native stream's events (``feed`` each event's decoded data)."""
+
+    def __init__(self, dialect: str) -> None:
+        self.dialect = dialect
+        self._usage: dict[str, Any] = {}
+
+    def feed(self, data: dict[str, Any]) -> None:
+        kind = data.get("type")
+        if self.dialect == "responses":
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
+                response = data.get("response")
+                if isinstance(response, dict) and isinstance(response.get("usage"), dict):
+                    self._usage = response["usage"]
+        elif kind == "message_start" and isinstance(data.get("message"), dict):
+            usage = data["message"].get("usage")
+            if isinstance(usage, dict):
+                self._usage = dict(usage)
+        elif kind == "message_delta" and isinstance(data.get("usage"), dict):
+            # message_delta's counts are cumulative: they replace message_start's
+            self._usage.update({k: v for k, v in data["usage"].items() if v is not None})
+
+    @property
+    def counts(self) -> Counts | None:
+        return (responses_usage if self.dialect == "responses" else messages_usage)(self._usage or None)
+
+
+def text_delta(data: dict[str, Any]) -> tuple[tuple, str] | None:
+    """(slot key, text) of an event that carries a piece of generated text, else None."""
+    kind = data.get("type")
+    if kind in ("response.output_text.delta", "response.refusal.delta"):
+        return ("responses", data.get("output_index"), data.get("content_index")), _str(data.get("delta"))
+    if kind == "response.function_call_arguments.delta":
+        return ("responses", data.get("output_index"), "arguments"), _str(data.get("delta"))
+    if kind == "content_block_delta" and isinstance(data.get("delta"), dict):
+        delta = data["delta"]
+        field = {"text_delta": "text", "input_json_delta": "partial_json"}.get(delta.get("type"))
+        if field is not None:
+            return ("messages", data.get("index")), _str(delta.get(field))
+    return None
+
+
+def with_text(data: dict[str, Any], text: str) -> dict[str, Any]:
+    """The same delta event carrying ``text`` instead (e.g. with placeholders restored)."""
+    out = dict(data)
+    if "delta" in out and isinstance(out["delta"], dict):
+        delta = dict(out["delta"])
+        delta["text" if delta.get("type") == "text_delta" else "partial_json"] = text
+        out["delta"] = delta
+    else:
+        out["delta"] = text
+    return out
+
+
+def whole_texts(data: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    """(container, field) of every complete text an event repeats, to restore in place."""
+    kind = data.get("type")
+    if kind == "response.output_text.done":
+        yield data, "text"
+    elif kind == "response.function_call_arguments.done":
+        yield data, "arguments"
+    elif kind in ("response.content_part.done",) and isinstance(data.get("part"), dict):
+        yield from _part_texts(data["part"])
+    elif kind == "response.output_item.done" and isinstance(data.get("item"), dict):
+        yield from _item_texts(data["item"])
+    elif kind in ("response.completed", "response.incomplete") and isinstance(data.get("response"), dict):
+        for item in data["response"].get("output") or ():
+            if isinstance(item, dict):
+                yield from _item_texts(item)
+
+
+def _item_texts(item: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    if item.get("type") == "function_call" and isinstance(item.get("arguments"), str):
+        yield item, "arguments"
+    for part in item.get("content") or ():
+        if isinstance(part, dict):
+            yield from _part_texts(part)
+
+
+def _part_texts(part: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
+    field = {"output_text": "text", "refusal": "refusal"}.get(part.get("type"))
+    if field is not None and isinstance(part.get(field), str):
+        yield part, field
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
