@@ -121,3 +121,34 @@ def test_versions_are_not_ip_addresses(text: str) -> None:
 def test_ip_addresses_stay_ip_addresses() -> None:
     assert found("The server at 10.0.19.41 is down") == [("IP_ADDRESS", "10.0.19.41")]
     assert found("After the update, the host 192.168.1.20 stopped answering") == [("IP_ADDRESS", "192.168.1.20")]
+
+
+# -- the trigger (digit_shapes.TRIGGER) is only an optimisation for the new shapes too -------------
+
+class _EveryRun(PatternDetector):
+    from tokenward.pii import patterns as _p
+
+    _runs = staticmethod(_p._all_runs)
+
+
+_SEPS = st.sampled_from([" ", "-", ".", " - ", ") ", "x", " ext. ", "/", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.text("0123456789", min_size=1, max_size=6), _SEPS), min_size=1, max_size=6),
+       st.sampled_from(["", "(", "+", "0", "00", "call ", "v", "firmware "]))
+def test_trigger_agrees_on_phone_shaped_text(groups, lead: str) -> None:
+    text = "Reach me at " + lead + "".join(g + s for g, s in groups) + " today, or 1800 123 456."
+    assert DETECTOR.find(text) == _EveryRun().find(text)
+
+
+def test_trigger_agrees_on_the_outside_set() -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from bench.eval_sets.pii import load
+
+    full = _EveryRun()
+    for row in load("dev") + load("test"):
+        assert DETECTOR.find(row["text"]) == full.find(row["text"]), row["id"]
