@@ -62,12 +62,12 @@ def usage_counts(usage: object) -> tuple[int, int, int, int] | None:
     """(prompt, completion, cached prompt, reasoning) tokens from a chat ``usage`` object."""
     if not isinstance(usage, dict):
         return None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not _count(prompt) or not _count(completion):
+    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
+    if prompt is None or completion is None:
         return None
-    cached = _detail(usage, "prompt_tokens_details", "cached_tokens")
-    reasoning = _detail(usage, "completion_tokens_details", "reasoning_tokens")
-    return prompt, completion, cached if _count(cached) else 0, reasoning if _count(reasoning) else 0
+    cached = _count(_detail(usage, "prompt_tokens_details", "cached_tokens"))
+    reasoning = _count(_detail(usage, "completion_tokens_details", "reasoning_tokens"))
+    return prompt, completion, cached or 0, reasoning or 0
 
 
 def _detail(usage: dict, group: str, name: str) -> object:
@@ -75,24 +75,32 @@ def _detail(usage: dict, group: str, name: str) -> object:
     return details.get(name) if isinstance(details, dict) else None
 
 
-def _count(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
-class StreamChoice(chunks.Choice):
-    """A streamed choice, with vLLM's ``stop_reason`` (the stop string that ended it)."""
+class StreamChoice(msgspec.Struct):
+    """A streamed choice as ``upstream.chunks.Choice`` reads it, with vLLM's ``stop_reason``
+    (the stop string that ended it)."""
 
+    index: int = 0
+    delta: Union[chunks.Delta, None] = None
+    finish_reason: Union[str, None] = None
     stop_reason: Union[str, int, None] = None
 
 
-class StreamChunk(chunks.Chunk):
+class StreamChunk(msgspec.Struct):
+    """The fields of a chat chunk the dialect streams read (``upstream.chunks.Chunk`` has them too)."""
+
+    model: Union[str, None] = None
     choices: Union[list[StreamChoice], None] = None
+    usage: Union[dict, None] = None
 
 
 _decode_chunk = msgspec.json.Decoder(StreamChunk).decode
 
 
-def as_chunk(chunk: object) -> chunks.Chunk | None:
+def as_chunk(chunk: object) -> chunks.Chunk | StreamChunk | None:
     """A chat chunk from a dict, its SSE data bytes, or already typed (None: unreadable)."""
     if isinstance(chunk, chunks.Chunk):
         return chunk

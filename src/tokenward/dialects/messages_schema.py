@@ -10,7 +10,7 @@ backend and dropped by the translation).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Meta, Raw, UnsetType
@@ -167,7 +167,7 @@ class Parsed(msgspec.Struct, kw_only=True):
     server_tools: list[str]       # the ``type`` of each server tool (web_search_20250305, ...)
 
 
-_DECODERS = {
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
     MessagesRequest: msgspec.json.Decoder(MessagesRequest),
     CountTokensRequest: msgspec.json.Decoder(CountTokensRequest),
 }

@@ -49,7 +49,7 @@ class MessagesStream:
         if self._started:
             return b""
         self._started = True
-        message = {"id": self._id, "type": "message", "role": "assistant", "model": self._parsed.request.model,
+        message: dict[str, Any] = {"id": self._id, "type": "message", "role": "assistant", "model": self._parsed.request.model,
                    "content": [], "stop_reason": None, "stop_sequence": None,
                    "usage": {"input_tokens": self._input_tokens, "output_tokens": 0}}
         return sse("message_start", {"type": "message_start", "message": message}) + sse("ping", {"type": "ping"})
@@ -95,7 +95,7 @@ class MessagesStream:
             name = function.name if function is not None and function.name else ""
             out = self._open_block("tool_use", {"type": "tool_use", "id": call.id or new_id("toolu"),
                                                 "name": name, "input": {}})
-            index = self._calls[call.index] = self._open
+            index = self._calls[call.index] = self._blocks - 1
         if function is not None and function.arguments:
             out += _delta(index, {"type": "input_json_delta", "partial_json": function.arguments})
         return out

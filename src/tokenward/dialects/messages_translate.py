@@ -41,7 +41,8 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
     req = parsed.request
     out = [Unsupported("tools", f"the server tool `{kind}` runs on Anthropic's side: {_NATIVE} run it")
            for kind in parsed.server_tools]
-    if getattr(req, "mcp_servers", UNSET) not in (UNSET, None) and req.mcp_servers:
+    servers = getattr(req, "mcp_servers", UNSET)
+    if isinstance(servers, list) and servers:
         out.append(Unsupported("mcp_servers", f"MCP servers are called by the server: {_NATIVE} call them"))
     if isinstance(getattr(req, "container", None), str):
         out.append(Unsupported("container", f"a container is kept by the server: {_NATIVE} use it"))
@@ -64,8 +65,9 @@ def chat_request(parsed: Parsed) -> dict[str, Any]:
         raise problems[0].refusal()
     req = parsed.request
     chat: dict[str, Any] = {"model": req.model, "messages": _messages(req)}
-    if isinstance(getattr(req, "max_tokens", None), int):
-        chat["max_tokens"] = req.max_tokens
+    max_tokens = getattr(req, "max_tokens", None)
+    if isinstance(max_tokens, int):
+        chat["max_tokens"] = max_tokens
     for ours, theirs in (("stop_sequences", "stop"), ("temperature", "temperature"), ("top_p", "top_p"),
                          ("top_k", "top_k")):
         value = getattr(req, ours, UNSET)

@@ -135,7 +135,8 @@ def _item_texts(item: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
 
 
 def _part_texts(part: dict[str, Any]) -> Iterator[tuple[dict[str, Any], str]]:
-    field = {"output_text": "text", "refusal": "refusal"}.get(part.get("type"))
+    kind = part.get("type")
+    field = {"output_text": "text", "refusal": "refusal"}.get(kind) if isinstance(kind, str) else None
     if field is not None and isinstance(part.get(field), str):
         yield part, field
 

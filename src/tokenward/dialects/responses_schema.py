@@ -13,7 +13,7 @@ listed as ``Unsupported`` for translation (``responses_translate``).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import msgspec
 from msgspec import UNSET, Meta, Raw, UnsetType
@@ -220,7 +220,7 @@ class Parsed(msgspec.Struct, kw_only=True):
 
 
 _REQUEST = msgspec.json.Decoder(ResponsesRequest)
-_ITEMS = {
+_ITEMS: dict[str, msgspec.json.Decoder[Any]] = {
     "message": msgspec.json.Decoder(MessageItem),
     "function_call": msgspec.json.Decoder(FunctionCallItem),
     "function_call_output": msgspec.json.Decoder(FunctionCallOutputItem),

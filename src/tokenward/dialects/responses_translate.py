@@ -165,7 +165,7 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
                 out.append({"role": "assistant", "content": None, "tool_calls": [call], "_open": True})
         elif isinstance(item, FunctionCallOutputItem):
             content = item.output if isinstance(item.output, str) else [
-                {"type": "text", "text": part.text} for part in item.output]
+                {"type": "text", "text": part.text} for part in item.output if isinstance(part, InputText)]
             out.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
         # reasoning items: a chat backend has no place for them; dropped
     for message in out:
