@@ -55,7 +55,7 @@ class StubResponse:
             return b"text/event-stream" if self._streaming else b"application/json"
         return None
 
-    async def read(self, timeout=None) -> bytes:
+    async def read(self, timeout=None, limit=None) -> bytes:
         return CHAT_BODY
 
     async def next_chunk(self, timeout=None) -> bytes | None:

@@ -60,7 +60,7 @@ def _config(tmp_path: Path, port: int, store_url: str) -> Path:
     return budget_config(tmp_path, port, store_url, tpm=100_000, max_output=1000, server={"expose_metrics": True},
                          plans={"team": {"models": ["small-chat"], "max_output_tokens": 1000,
                                          "tokens_per_minute": 100_000, "requests_per_minute": 100_000,
-                                         "max_concurrent_streams": 100, "monthly_spend_usd": 10.0}})
+                                         "max_concurrent_streams": 100, "monthly_spend_usd": 10.0, "max_n": 4}})
 
 
 async def _budget(gw, cfg, now_ms: int) -> dict[str, int]:
@@ -137,6 +137,49 @@ async def test_a_lying_usage_report_moves_the_budget_by_at_most_the_reservation(
             assert "usage_out_of_bounds" not in record["notes"]
             assert clamped == clamped_before
         assert backend.requests == 4
+
+
+def _text_completion(usage_value: dict) -> Whole:
+    return Whole(orjson.dumps({"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "small-chat",
+                               "choices": [{"index": i, "text": "x", "finish_reason": "stop"} for i in range(4)],
+                               "usage": usage_value}))
+
+
+async def test_the_output_bound_counts_choices_and_prompt_list_items(tmp_path):
+    # completions with a prompt list of 2 and n = 2, max_tokens 10: 40 output tokens at most
+    async with _gateway(tmp_path, "memory") as (gw, backend, cfg, clock):
+        headers = await gw.new_key()
+        body = {"model": "small-chat", "prompt": ["first", "second"], "n": 2, "max_tokens": 10}
+        for completion_tokens, clamped in ((40, False), (41, True), (-1, True)):
+            backend.answer = lambda _, c=completion_tokens: _text_completion(usage(4, c))
+            resp = await gw.client.post("/v1/completions", json=body, headers=headers)
+            assert resp.status_code == 200, resp.text
+            await gw.settled()
+            record = gw.decisions()[-1]
+            assert ("usage_out_of_bounds" in record["notes"]) is clamped, record
+            assert record["usage"]["completion_tokens"] == min(max(completion_tokens, 0), 40)
+            assert record["notes"]["budget"]["actual"] <= record["notes"]["budget"]["reserved"]
+
+
+async def test_a_jobs_request_with_a_lying_backend_spends_at_most_its_reservation(tmp_path):
+    async with lying_backend() as backend:
+        path = budget_config(tmp_path, backend.port, "memory", plans={"team": {
+            "models": ["small-chat"], "max_output_tokens": 200, "tokens_per_minute": 100_000,
+            "requests_per_minute": 100_000, "max_job_tokens": 5000, "max_open_jobs": 8, "jobs_per_minute": 30}})
+        async with in_process(path) as gw:
+            key = await gw.new_key()
+            job = (await gw.client.post("/v1/jobs", json={"budget_tokens": 1000}, headers=key)).json()
+            headers = {**key, "x-tokenward-job": job["id"]}
+            for lie in (usage(TERA, TERA), usage(MINUS, MINUS)):
+                backend.answer = lambda _, u=lie: Whole(completion(u))
+                resp = await gw.client.post("/v1/chat/completions", json=chat(max_tokens=MAX_TOKENS), headers=headers)
+                assert resp.status_code == 200, resp.text
+                await gw.settled()
+                reserved = gw.decisions()[-1]["notes"]["budget"]["reserved"]
+                state = (await gw.client.get(f"/v1/jobs/{job['id']}", headers=key)).json()
+                assert 0 <= state["spent_tokens"] <= 2 * reserved and state["remaining_tokens"] >= 1000 - 2 * reserved
+            # the huge report was charged its reservation, the negative one nothing
+            assert state["spent_tokens"] == reserved and state["state"] == "open"
 
 
 def _refusal(resp: httpx.Response, status: int, code: str) -> None:
