@@ -5,7 +5,7 @@ Only the fields the translations read are typed; anything else in the answer is 
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Union
 
 import msgspec
 
@@ -41,13 +41,13 @@ class Completion(msgspec.Struct):
     id: str = ""
     created: int = 0
     model: str = ""
-    usage: Union[dict, None] = None
+    usage: Union[dict[str, Any], None] = None
 
 
 _decode = msgspec.json.Decoder(Completion).decode
 
 
-def read(body: Union[bytes, dict]) -> Completion:
+def read(body: Union[bytes, dict[str, Any]]) -> Completion:
     """A chat completion (bytes or decoded), with exactly one choice (no ``n`` here)."""
     try:
         answer = msgspec.convert(body, Completion) if isinstance(body, dict) else _decode(body)
@@ -70,7 +70,7 @@ def usage_counts(usage: object) -> tuple[int, int, int, int] | None:
     return prompt, completion, cached or 0, reasoning or 0
 
 
-def _detail(usage: dict, group: str, name: str) -> object:
+def _detail(usage: dict[str, Any], group: str, name: str) -> object:
     details = usage.get(group)
     return details.get(name) if isinstance(details, dict) else None
 
@@ -94,7 +94,7 @@ class StreamChunk(msgspec.Struct):
 
     model: Union[str, None] = None
     choices: Union[list[StreamChoice], None] = None
-    usage: Union[dict, None] = None
+    usage: Union[dict[str, Any], None] = None
 
 
 _decode_chunk = msgspec.json.Decoder(StreamChunk).decode

@@ -30,7 +30,7 @@ class Unsupported(msgspec.Struct, frozen=True):
         return Refusal(reason, self.message, param=self.param)
 
 
-def decode_sub(raw: bytes, decoder: msgspec.json.Decoder, prefix: str) -> Any:
+def decode_sub(raw: bytes, decoder: msgspec.json.Decoder[Any], prefix: str) -> Any:
     """One free-form element decoded strictly, errors naming it by its place in the body."""
     try:
         return decoder.decode(raw)

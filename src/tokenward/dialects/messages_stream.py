@@ -49,12 +49,13 @@ class MessagesStream:
         if self._started:
             return b""
         self._started = True
-        message: dict[str, Any] = {"id": self._id, "type": "message", "role": "assistant", "model": self._parsed.request.model,
-                   "content": [], "stop_reason": None, "stop_sequence": None,
-                   "usage": {"input_tokens": self._input_tokens, "output_tokens": 0}}
+        message: dict[str, Any] = {
+            "id": self._id, "type": "message", "role": "assistant", "model": self._parsed.request.model,
+            "content": [], "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": self._input_tokens, "output_tokens": 0}}
         return sse("message_start", {"type": "message_start", "message": message}) + sse("ping", {"type": "ping"})
 
-    def feed(self, chunk: Chunk | dict | bytes) -> bytes:
+    def feed(self, chunk: Chunk | dict[str, Any] | bytes) -> bytes:
         out = [self.start()]
         typed = as_chunk(chunk)
         if typed is None or self._ended:
@@ -106,7 +107,7 @@ class MessagesStream:
         index, self._open = self._open, None
         return sse("content_block_stop", {"type": "content_block_stop", "index": index})
 
-    def finish(self, usage: dict | None = None) -> bytes:
+    def finish(self, usage: dict[str, Any] | None = None) -> bytes:
         """Close the open block, then ``message_delta`` and ``message_stop`` (``usage``: a
         chat usage object replacing the stream's own, e.g. the gateway's count)."""
         if self._ended:

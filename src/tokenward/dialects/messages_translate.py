@@ -216,7 +216,8 @@ def tool_input(name: str, arguments: str) -> Any:
     return value
 
 
-def message_from_chat(body: bytes | dict, parsed: Parsed, *, message_id: str | None = None) -> dict[str, Any]:
+def message_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
+                      message_id: str | None = None) -> dict[str, Any]:
     """A whole chat completion as a Messages ``message`` object."""
     answer = chat_answer.read(body)
     choice = answer.choices[0]

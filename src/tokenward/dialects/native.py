@@ -82,7 +82,7 @@ class StreamUsage:
         return (responses_usage if self.dialect == "responses" else messages_usage)(self._usage or None)
 
 
-def text_delta(data: dict[str, Any]) -> tuple[tuple, str] | None:
+def text_delta(data: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
     """(slot key, text) of an event that carries a piece of generated text, else None."""
     kind = data.get("type")
     if kind in ("response.output_text.delta", "response.refusal.delta"):

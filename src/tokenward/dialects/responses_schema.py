@@ -240,8 +240,8 @@ def parse(body: bytes) -> Parsed:
         kind = type_of(raw, "message")
         decoder = _ITEMS.get(kind) if isinstance(kind, str) else None
         if decoder is None:
-            raise Refusal(Reason.invalid_field, f"Invalid value at input[{i}].type: unsupported item type {str(kind)[:64]!r}",
-                          param=f"input[{i}].type")
+            raise Refusal(Reason.invalid_field, f"Invalid value at input[{i}].type: unsupported item type"
+                          f" {str(kind)[:64]!r}", param=f"input[{i}].type")
         items.append(decode_sub(raw, decoder, f"input[{i}]"))
     functions: list[FunctionTool] = []
     builtin: list[str] = []

@@ -67,7 +67,7 @@ class ResponsesStream:
         return (self._event("response.created", response=self._shell)
                 + self._event("response.in_progress", response=self._shell))
 
-    def feed(self, chunk: Chunk | dict | bytes) -> bytes:
+    def feed(self, chunk: Chunk | dict[str, Any] | bytes) -> bytes:
         out = [self.start()]
         typed = as_chunk(chunk)
         if typed is None or self._ended:
@@ -142,7 +142,7 @@ class ResponsesStream:
                                 item=item.snapshot("completed")))
         return b"".join(done)
 
-    def finish(self, usage: dict | None = None) -> bytes:
+    def finish(self, usage: dict[str, Any] | None = None) -> bytes:
         """Close every open item and end the response (``usage``: a chat usage object that
         replaces the stream's own, e.g. the gateway's count when the backend sent none)."""
         if self._ended:

@@ -264,7 +264,8 @@ def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str
             "arguments": arguments, "status": status}
 
 
-def response_from_chat(body: bytes | dict, parsed: Parsed, *, response_id: str | None = None) -> dict[str, Any]:
+def response_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
+                       response_id: str | None = None) -> dict[str, Any]:
     """A whole chat completion as a Responses ``response`` object."""
     answer = chat_answer.read(body)
     choice = answer.choices[0]
