@@ -100,7 +100,9 @@ def _factored(alternatives: list[tuple[str, str]]) -> str:
 _SOURCES, _WORD_GATES, _MARKUP, _NAMES = _build()
 _FIRST = frozenset(_SOURCES[0])
 _MARKUP_ASCII = "".join(sorted({first for _, first, _ in MARKUP_SPECS if first.isascii()}))
-_GATES = [(1 << i, tuple(f" {w}" for w in words)) for i, (_, words) in enumerate(NEEDS)]
+_GATES = [(1 << i, tuple(f" {w}" for w in words if not w.endswith("$")), frozenset(w[:-1] for w in words if w.endswith("$")))
+          for i, (_, words) in enumerate(NEEDS)]
+_EXACT = frozenset().union(*(exact for _, _, exact in _GATES))
 _WORD_RE: dict[str, re.Pattern] = {}                   # source -> compiled, on first use
 _SPACED = re.compile(r"(?<!\w)[^\W\d_](?:[ .\-_*|+~/][^\W\d_](?!\w)){2,}")
 _SPACE_HINT = frozenset("bcefghjklnopqruvwxyz")
@@ -140,7 +142,7 @@ def _long_spans(tok: str, long: list[str]) -> list[tuple[int, int]]:
     return sorted(spans)
 
 
-def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES
+def _scan(s: str, gates: list[tuple[int, tuple[str, ...], frozenset[str]]] = _GATES
           ) -> tuple[list[tuple[int, int, str]], int, tuple[list[tuple[int, int]], bool, bool]]:
     """(start, end, name) of the signals in folded text ``s``; how many of the letters that
     hint at spaced-out words (``_SPACE_HINT``) stand alone as tokens; and what may be
@@ -159,8 +161,15 @@ def _scan(s: str, gates: list[tuple[int, tuple[str, ...]]] = _GATES
         closed = asked = 0
         for w in present:
             asked |= _WORD_GATES[w]
-        for bit, needles in gates:                        # specs that cannot match in this text
+        exact_seen = None
+        for bit, needles, exact in gates:                 # specs that cannot match in this text
             if bit & asked:
+                if exact:
+                    if exact_seen is None:
+                        exact_seen = _EXACT.intersection(words)
+                    if exact.isdisjoint(exact_seen):
+                        closed |= bit
+                    continue
                 for needle in needles:
                     if needle in padded:
                         break

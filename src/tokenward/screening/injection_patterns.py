@@ -360,16 +360,22 @@ WORD_SPECS: list[tuple[str, str, str]] = [
 ]
 
 # A spec whose rest holds one of these patterns cannot match unless a token of the text
-# starts with one of its words (each is preceded by a non-word character in the pattern):
+# starts with one of its words (a word ending in "$": is one of them, looked up in a set:
+# cheaper than a substring search over the text) (each is preceded by a non-word character in the pattern):
 # where none does, the scan leaves those specs out (the costliest two on text full of
 # "what is", "explain" and "convert"; "say", "write", "answer" ... "pwned" tried at every
 # such verb).
 NEEDS: list[tuple[str, tuple[str, ...]]] = [(TAIL, tuple(TAIL_WORDS.split())), (ENCODED, tuple(ENCODED_WORDS.split())),
                                             (PWNED, tuple(PWNED_WORDS.split())),
-                                            (FOLLOW, ("follow", "execute", "obey", "comply", "carry", "perform", "run")),
-                                            (ANSWERS, ("answer", "response", "repl", "summar")),
-                                            (NOTHING_ELSE, ("nothing",)), (ABIDE, ("abide", "comply", "adhere", "follow")),
-                                            (TOOLS, ("tool", "function")), (USERS, ("user",))]
+                                            *[(pattern, tuple(w + "$" for w in words.split())) for pattern, words in (
+                                                (FOLLOW, "follow execute obey comply carry perform run"),
+                                                (ANSWERS, "answer answers response responses reply replies summary "
+                                                          "summaries summarize summarise summarized summarised "
+                                                          "summarizing summarising summarization summarisation"),
+                                                (NOTHING_ELSE, "nothing"),
+                                                (ABIDE, "abide abides abiding comply complies complying adhere "
+                                                        "adheres adhering follow follows following followed"),
+                                                (TOOLS, "tool tools function functions"), (USERS, "user users"))]]
 
 ZH_V = "忽略 无视 無視 忽视 忽視 忘记 忘記 忘掉 不要理会 不要理會 跳过 跳過 抛弃 拋棄 放弃 放棄 不要遵守 不再遵守 别管 別管"
 ZH_REST = (r"[^。！？!?\n]{0,8}?(?:之前|以前|先前|上面|上述|前面|此前|原来|原來|原有|原始|所有|全部|一切|你的|系统|系統)"
