@@ -160,3 +160,11 @@ def test_chunks_as_data_bytes_and_unreadable_ones():
     out += stream.feed(b'{"choices": 5}') + stream.finish()
     deltas = [d["delta"]["text"] for n, d in events(out) if n == "content_block_delta"]
     assert deltas == ["hey"]
+
+
+def test_a_second_choice_is_ignored():
+    """The translated request never sets n; a backend's stray choice 1 does not leak in."""
+    stray = {"choices": [{"index": 1, "delta": {"content": "other"}}]}
+    chunks = text_chunks(["one"]) + [stray] + end_chunks("stop", 1, 1)
+    assert openai_final(responses_sse(chunks)).output_text == "one"
+    assert anthropic_final(messages_sse(chunks)).content[0].text == "one"

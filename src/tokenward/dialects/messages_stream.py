@@ -63,6 +63,8 @@ class MessagesStream:
         if typed.usage is not None:
             self._usage = typed.usage
         for choice in typed.choices or ():
+            if choice.index != 0:
+                continue        # the translated request never asks for n > 1
             delta = choice.delta
             if delta is not None:
                 if delta.content:
