@@ -43,6 +43,7 @@ import re
 import subprocess
 import sys
 import zipfile
+from datetime import date, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -71,6 +72,11 @@ OTHER = {"organization": "company", "city": "city", "country": "country", "url":
          "secondary_address": "secondary_address", "building_number": "building_number",
          "prefix_male": "prefix_male", "prefix_female": "prefix_female", "prefix": "prefix"}
 TOKEN = re.compile(r"\{\{([a-z_0-9]+)\}\}")
+FIXED_DAY = date(2026, 1, 1)   # dates are drawn before it, never relative to the day of the build
+
+
+def day(f) -> date:
+    return f.date_between_dates(date(1995, 1, 1), FIXED_DAY)
 
 # Texts with no personal data: every span a detector returns on them is a false positive.
 LOOKALIKE_FRAMES = (
@@ -192,8 +198,15 @@ class Values:
             return f.ipv4_public()
         if token == "age":
             return str(f.random_int(18, 90))
-        if token in ("date", "date_of_birth"):
-            return f.date_of_birth().strftime("%B %d, %Y") if token == "date_of_birth" else f.date()
+        # Faker's dates, years and weekdays are drawn relative to today: fixed bounds instead
+        if token == "date_of_birth":
+            return f.date_between_dates(FIXED_DAY - timedelta(days=80 * 365), FIXED_DAY).strftime("%B %d, %Y")
+        if token == "date":
+            return f.date_between_dates(FIXED_DAY - timedelta(days=30 * 365), FIXED_DAY).isoformat()
+        if token == "year":
+            return str(f.random_int(1950, FIXED_DAY.year))
+        if token == "day_of_week":
+            return f.random_element(("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"))
         return str(getattr(f, OTHER[token])())
 
 
@@ -268,10 +281,11 @@ def lookalikes(values: Values) -> list[dict]:
                 "isbn13": f.isbn13(), "isbn10": f.isbn10(), "ean13": f.ean13(),
                 "order": f.bothify("#########"), "inv": f.numerify("2024-#####"), "po": f.numerify("########"),
                 "ticket": f.bothify("??-####").upper(), "ticket2": f.bothify("??-####").upper(),
-                "date": f.date(), "date2": f.date(pattern="%d/%m/%Y"), "time": f.time(pattern="%H:%M"),
+                "date": day(f).isoformat(), "date2": day(f).strftime("%d/%m/%Y"),
+                "time": f"{f.random_int(0, 23):02d}:{f.random_int(0, 59):02d}",
                 "count": str(f.random_int(1000, 999999)), "secs": f"{f.pyfloat(2, 2, positive=True)}",
                 "pct": str(f.random_int(1, 99)), "part": f.numerify("###-####-##"), "part2": f.numerify("###-####-##"),
-                "year": f.year(), "sha": f.sha1()[:12], "build": f.numerify("#####"),
+                "year": str(f.random_int(1990, FIXED_DAY.year)), "sha": f.sha1()[:12], "build": f.numerify("#####"),
                 "tracking": f.numerify("1Z###########"),
             }
             text = frame.format(**fill)
