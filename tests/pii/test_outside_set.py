@@ -61,3 +61,17 @@ def test_the_set_is_well_formed() -> None:
         assert (ROOT / "bench/eval_sets" / sources[name]["licence_file"]).read_text().strip()
     assert sources["_test"]["planted"]["PHONE"] == sum(
         e["type"] == "PHONE" for r in test for e in r["entities"])
+
+
+def test_a_rebuild_gives_the_committed_files() -> None:
+    """Same pins, same bytes (needs the pinned wheels in the cache; nothing is fetched here)."""
+    import subprocess
+
+    from bench.eval_sets.build_pii import PINS
+
+    cache = Path.home() / ".cache" / "tokenward-eval"
+    if not all(list(cache.glob(f"{name.replace('-', '_')}-{version}-*.whl")) for name, (version, _, _) in PINS.items()):
+        pytest.skip("the pinned wheels are not in ~/.cache/tokenward-eval (build_pii.py downloads them)")
+    done = subprocess.run([sys.executable, str(ROOT / "bench/eval_sets/build_pii.py"), "--check"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
