@@ -182,6 +182,31 @@ async def test_a_jobs_request_with_a_lying_backend_spends_at_most_its_reservatio
             assert state["spent_tokens"] == reserved and state["state"] == "open"
 
 
+async def test_a_cached_lying_answer_never_takes_the_saved_tokens_counter_back(tmp_path):
+    async with lying_backend() as backend:
+        path = budget_config(tmp_path, backend.port, "memory", server={"expose_metrics": True},
+                             cache={"store": "memory"},
+                             plans={"team": {"models": ["small-chat"], "max_output_tokens": 200, "cache": True,
+                                             "tokens_per_minute": 100_000, "requests_per_minute": 100_000}})
+        async with in_process(path) as gw:
+            key = await gw.new_key()
+            for lie in (usage(MINUS, MINUS), usage("5", [1])):
+                backend.answer = lambda _, u=lie: Whole(completion(u))
+                body = chat(content=f"cached {lie['prompt_tokens']}", max_tokens=MAX_TOKENS)
+                first = await gw.client.post("/v1/chat/completions", json=body, headers=key)
+                assert first.status_code == 200 and first.headers["x-tokenward-cache"] == "miss"
+                await gw.settled()
+                hit = await gw.client.post("/v1/chat/completions", json=body, headers=key)
+                assert hit.status_code == 200 and hit.headers["x-tokenward-cache"] == "hit", hit.text
+            scrape = (await gw.client.get("/metrics")).text
+            assert _metric(scrape, "tokenward_cache_total")        # the cache was counted
+            for name in ("tokenward_cache_saved_tokens_total", "tokenward_cache_saved_usd_total",
+                         "tokenward_tokens_total"):
+                values = _metric(scrape, name)
+                assert all(value >= 0 for _, value in values), (name, values)
+            assert backend.requests == 2
+
+
 def _refusal(resp: httpx.Response, status: int, code: str) -> None:
     assert resp.status_code == status, resp.text
     assert resp.json()["error"]["code"] == code

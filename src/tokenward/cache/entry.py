@@ -47,13 +47,13 @@ class CacheEntry(msgspec.Struct, omit_defaults=True):
 
     @property
     def tokens(self) -> int:
-        usage = self.usage or {}
-        total = 0
-        for field in ("prompt_tokens", "completion_tokens"):
-            value = usage.get(field)
-            if isinstance(value, int):
-                total += value
-        return total
+        return self.count("prompt_tokens") + self.count("completion_tokens")
+
+    def count(self, field: str) -> int:
+        """One of the backend's usage counts, 0 unless a whole number >= 0 (a lying backend's
+        negative or non-numeric count must not make a saved-tokens counter go back)."""
+        value = (self.usage or {}).get(field)
+        return value if type(value) is int and value > 0 else 0
 
     # -- replay ---------------------------------------------------------------------------
     def body(self, request_id: str) -> bytes:

@@ -200,7 +200,7 @@ class CacheStage(BaseStage):
         ctx.response_headers.append(_HIT)
         note["outcome"] = "hit"
         note["saved_tokens"] = tokens
-        METRICS.cached(tenant, outcome, tokens, self._cost(ctx.model, entry.usage))
+        METRICS.cached(tenant, outcome, tokens, self._cost(ctx.model, entry))
         return Hit(entry)
 
     async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None, note: dict):
@@ -309,11 +309,11 @@ class CacheStage(BaseStage):
             self.semantic.purge(tenant)
         return {"purged": await self.store.purge(tenant_prefix(self._prefix, tenant))}
 
-    def _cost(self, model: str | None, usage: dict | None) -> float:
+    def _cost(self, model: str | None, entry: CacheEntry) -> float:
         prices = self._prices.get(model or "")
-        if prices is None or not usage:
+        if prices is None or not entry.usage:
             return 0.0
-        return (prices[0] * (usage.get("prompt_tokens") or 0) + prices[1] * (usage.get("completion_tokens") or 0)) / 1e6
+        return (prices[0] * entry.count("prompt_tokens") + prices[1] * entry.count("completion_tokens")) / 1e6
 
     async def close(self) -> None:
         if self._writes:
