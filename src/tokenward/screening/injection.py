@@ -44,7 +44,7 @@ _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltrati
     "M": "role_token 2.0 tag_chars 1.6 comment_instruction 1.4 fake_turn 1.4 role_tag 1.2 address_ai 1.2 "
          "hidden_instruction 1.0 indirect_when 0.8 invisible_chars 0.7 hidden_css 0.6 obfuscated 0.6 role_line 0.5 "
          "html_comment 0.3 context_escape 1.2 destructive_tool 1.0 authority_note 1.0 answer_directive 0.9 "
-         "nothing_else 0.7 forced_reply 0.7 instead_respond 0.9 tool_call 0.6 xss_payload 0.6 include_response 0.6 encoded_payload 0.6",
+         "retrieved_trigger 1.2 nothing_else 0.7 forced_reply 0.7 instead_respond 0.9 tool_call 0.6 xss_payload 0.6 include_response 0.6 encoded_payload 0.6",
     "D": "discussion -1.2 fiction -0.8 quoted -0.6",
 }
 WEIGHTS: dict[str, tuple[float, str]] = {

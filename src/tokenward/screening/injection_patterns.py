@@ -332,6 +332,14 @@ WORD_SPECS: list[tuple[str, str, str]] = [
      r"of\s+)?(?:every|each|all|any|your)\s+(?:future\s+)?" + ANSWERS),
     ("answer_directive", "every each", r"\s+(?:future\s+|single\s+|subsequent\s+)?" + ANSWERS + r"\b(?!\s+(?:is|are|was|should|must|needs?|has|have)\b)"),
     ("answer_directive", "start begin prefix", r"\s+(?:your|the|each|every)\s+" + ANSWERS + r"\s+with\b"),
+    ("answer_directive", "must should", r"\s+always\s+be\s+(?:phrased|worded|written|stated|presented|answered)\s+as\b"),
+    ("retrieved_trigger", "whenever when if once", r"\s+(?:this|the)\s+(?:text|document|page|passage|content|article|"
+     r"snippet|chunk|note)\s+(?:is|gets|has\s+been)\s+(?:retrieved|read|processed|summari[sz]ed|used|loaded|indexed|"
+     r"quoted|cited)\b"),
+    ("answer_directive", "if when whenever", r"\s+(?:anyone|someone|somebody)\s+asks\b[^.\n]{0,60}?\b(?:reply|respond|"
+     r"answer|say|tell\s+them)\b"),
+    ("fake_turn", "assistant ai chatgpt gpt bot model", r"(?:(?<=^assistant)|(?<=^ai)|(?<=^chatgpt)|(?<=^gpt)|(?<=^bot)|"
+     r"(?<=^model))[ \t]*:[ \t]*(?:sure|of\s+course|certainly|absolutely|okay|ok|understood|yes)\b"),
     ("reveal_tools", "list enumerate print output describe reveal show dump", r"\s+(?:all\s+|every\s+|each\s+|the\s+)?"
      r"(?:of\s+)?(?:your\s+)?" + TOOLS + r"(?:\s+or\s+functions?)?\s+(?:available|you\s+(?:have|can))"),
     ("user_data", "restate repeat list output print include reveal", r"\s+the\s+" + USERS + r"(?:full\s+name|email|address|"
