@@ -93,7 +93,9 @@ def main() -> None:
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run is not None:
-        written = asyncio.run(serve(args.run))
+        import uvloop   # as ``tokenward serve`` runs
+
+        written = uvloop.run(serve(args.run))
         assert written == args.run, (written, args.run)
         return
     low, high = _count(args.low), _count(args.high)

@@ -39,14 +39,8 @@ def check_transfer_encoding(value: bytes, http_version: str) -> None:
 # Each has a bit in the head's ``seen`` mask.
 HOST = 1
 ONCE = {b"host": HOST, b"authorization": 2, b"x-api-key": 4}
-
-
-def check_once(name: bytes, seen: int) -> int:
-    """``seen`` with ``name``'s bit set; Refused if it was set already."""
-    bit = ONCE[name]
-    if seen & bit:
-        raise Refused(Reason.malformed_request, f"more than one {name.decode('latin-1')} header")
-    return seen | bit
+# Every header name the server itself looks at (server.py ``on_header``).
+SPECIAL = frozenset((*ONCE, b"expect", b"transfer-encoding"))
 
 
 def check_version(version: str, seen: int) -> None:

@@ -27,7 +27,7 @@ import httptools
 
 from ..errors import Reason
 from .cycle import RequestCycle, wake
-from .head import ONCE, check_once, check_transfer_encoding, check_version, split_target
+from .head import HOST, ONCE, SPECIAL, check_transfer_encoding, check_version, split_target
 from .refusals import Refused, error_response
 from .state import ServerState
 
@@ -199,19 +199,25 @@ class HttpConnection(asyncio.Protocol):
         if len(self.headers) >= self.state.max_headers:
             raise Refused(Reason.headers_too_large, f"more than {self.state.max_headers} request headers")
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
-            self.expect = True
-        elif name == b"transfer-encoding":
-            check_transfer_encoding(value, self.parser.get_http_version())
-        elif name in ONCE:
-            self.seen = check_once(name, self.seen)
+        if name in SPECIAL:   # one lookup for the usual header, not a test per rule
+            if name == b"expect":
+                if value.lower() == b"100-continue":
+                    self.expect = True
+            elif name == b"transfer-encoding":
+                check_transfer_encoding(value, self.parser.get_http_version())
+            else:
+                bit = ONCE[name]
+                if self.seen & bit:
+                    raise Refused(Reason.malformed_request, f"more than one {name.decode('latin-1')} header")
+                self.seen |= bit
         self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         self.in_head = False
         parser = self.parser
         version = parser.get_http_version()
-        check_version(version, self.seen)
+        if version != "1.1" or not self.seen & HOST:
+            check_version(version, self.seen)
         path, raw_path, query = split_target(self.url)
         scope = {
             "type": "http", "asgi": _ASGI, "http_version": version, "method": parser.get_method().decode("ascii"),
