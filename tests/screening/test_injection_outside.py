@@ -31,7 +31,7 @@ def names(text: str) -> set[str]:
     return {s[3] for s in DETECTOR.score([text])[1]}
 
 
-@pytest.mark.parametrize("split,floor", [("dev", 0.70), ("test", 0.55)])
+@pytest.mark.parametrize("split,floor", [("dev", 0.75), ("test", 0.57)])
 def test_outside_recall_at_restrict_with_no_lookalike_flagged(split, floor):
     """A regression guard at the measured figures (docs/injection-eval.md): tuned on dev
     only; the test split is reported, never tuned on."""
