@@ -37,7 +37,7 @@ _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltrati
     "P": "dan 2.4 unfiltered_persona 2.4 pretend_unbound 2.4 do_anything_now 1.8 no_longer_bound 1.8 dev_mode 1.6 "
          "dual_response 1.6 no_restrictions 1.5 unfiltered_ai 1.2 freed_from 1.2 never_refuse 1.2 amoral_persona 1.0 "
          "jailbreak 0.8 no_disclaimers 0.6 stay_in_character 0.5 you_are_now 0.4 persona_ml 1.8 no_content_policy 1.2 "
-         "without_limits 0.6",
+         "without_limits 0.6 unbound_claim 0.8",
     "E": "reveal_prompt 2.4 exfil_send 2.4 markdown_exfil 2.4 encode_exfil 2.4 what_told 1.6 reveal_above 1.4 "
          "send_url 0.8 credentials 0.8 markdown_image_query 0.5 decode_follow 1.4 collect_data 0.6 tool_exfil 1.2 reveal_tools 0.9 "
          "user_data 0.9",

@@ -291,6 +291,17 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("no_content_policy", "mode", r"\s+(?:has|with)\s+no\s+(?:restrictions|limits|filters|rules)\b"),
     ("never_refuse", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?refusals?\b"),
     ("no_disclaimers", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?(?:filters?|filtering)\b"),
+    # well-known persona names and claims of the DAN family
+    ("dan", "you act known roleplay play become called named stay remain", r"(?:\s+are|'re)?(?:\s+now)?(?:\s+as)?\s+"
+     r"(?:a\s+|an\s+)?[\"']?(?:stan|dude|betterdan|antidan|anti-dan|evilbot|jailbreakgpt|basedgpt|apophis|alphabreak|"
+     r"ucar|nraf|aim)\b[\"']?(?=[^\w\n]{1,4}(?:which|who|that|an?|the|is|stands|,|\.))"),
+    ("amoral_persona", "evil trusted", r"\s+(?:trusted\s+)?confidant\b"),
+    ("amoral_persona", "machiavellian", r"\b"),
+    ("unbound_claim", "can could will", r"\s+(?:do|say|generate|perform|answer|write)\s+anything\b(?:\s+and\s+everything)?"),
+    ("unbound_claim", "doesn't dont don't never", r"\s+cares?\s+(?:about|for)\s+(?:ethics|laws?|rules|morals?|morality|"
+     r"safety|legality|consequences|guidelines|policies)\b"),
+    ("unbound_claim", "does do", r"\s+not\s+care\s+(?:about|for)\s+(?:ethics|laws?|rules|morals?|morality|safety|legality|"
+     r"consequences|guidelines|policies)\b"),
     # persona claims: freed of the provider's policy, never apologising
     ("never_refuse", "never", r"\s+(?:say|respond\s+with|reply\s+with|include|write|tell\s+me)\s+[\"']?(?:that\s+)?(?:i'?m\s+"
      r"sorry|i\s+apologi[sz]e|as\s+an\s+ai|i\s+cannot|i\s+can't|(?:you|he|she|it)\s+can'?t|(?:you|he|she|it)\s+cannot)"),
