@@ -49,6 +49,7 @@ LIES = {
     "repeated": lambda: Whole(_repeated(usage(5, MINUS), usage(TERA, TERA))),
     "stream-final-chunk": lambda: Stream([chunk("hi"), _FINISHED, chunk(usage=usage(5, MINUS), choices=False),
                                           b"data: [DONE]\n\n"]),
+    "stream-missing": lambda: Stream([chunk("hi"), _FINISHED, b"data: [DONE]\n\n"]),   # counted by the gateway
     "stream-repeated": lambda: Stream([chunk("hi", usage=usage(TERA, TERA)), _FINISHED,
                                        chunk(usage=usage(MINUS, MINUS), choices=False), b"data: [DONE]\n\n"]),
 }

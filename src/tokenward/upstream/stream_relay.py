@@ -99,8 +99,9 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
             stream.waiting_since = now()
             try:
                 chunk = await resp.next_chunk(timeout=None)
-            except UpstreamError:
+            except UpstreamError as exc:
                 ending = stream.expired or Reason.upstream_unavailable
+                ctx.note("upstream_error_detail", exc.detail)   # the record's, never the client's
                 break
             stream.waiting_since = None
             if chunk is None:
