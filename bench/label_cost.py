@@ -1,26 +1,61 @@
-"""The route label and the decision record's route, old (the raw path) against new (the template;
-observe/routes.py), side by side in one process: ns per call of GatewayMetrics.observe and
-build_record for a matched and an unmatched path. Needs two trees: OLD and NEW, copies of src/
-with the old and new observe/ (paths below). One-off measurement behind docs/benchmarks.md."""
-import importlib.util, timeit, types, sys
+"""The route label and the decision record's route, old (the raw path) against new (the
+template; observe/routes.py), side by side in one process: ns per call of
+``GatewayMetrics.observe`` and ``build_record`` for a matched and an unmatched path.
+
+    python bench/label_cost.py --old OLD_SRC --new NEW_SRC
+
+OLD_SRC and NEW_SRC are two copies of ``src/`` that differ in ``observe/metrics.py`` and
+``observe/decision_log.py`` only (docs/benchmarks.md took them from one tree, with and
+without the change). Best of 7 timeit repeats; a one-off measurement, not a gate.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import timeit
+import types
+from pathlib import Path
+
 from tokenward.reconcile.usage import Usage
-def load(path, name):
-    src = open(path).read()
+
+
+def _load(path: Path, name: str) -> types.ModuleType:
     spec = importlib.util.spec_from_loader(name, loader=None)
-    m = importlib.util.module_from_spec(spec); m.__package__ = "tokenward.observe"
-    exec(compile(src, path, "exec"), m.__dict__); return m
-old_m = load("/tmp/twb/src/tokenward/observe/metrics.py", "tokenward.observe._old_metrics")
-new_m = load("/tmp/twn/src/tokenward/observe/metrics.py", "tokenward.observe._new_metrics")
-old_d = load("/tmp/twb/src/tokenward/observe/decision_log.py", "tokenward.observe._old_dl")
-new_d = load("/tmp/twn/src/tokenward/observe/decision_log.py", "tokenward.observe._new_dl")
-def ctx(path, matched):
-    return types.SimpleNamespace(route=types.SimpleNamespace(path=path) if matched else None, path=path,
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = "tokenward.observe"
+    exec(compile(path.read_text(), str(path), "exec"), module.__dict__)
+    return module
+
+
+def _ctx(path: str, matched: bool) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        route=types.SimpleNamespace(path=path) if matched else None, path=path,
         principal=types.SimpleNamespace(tenant="acme", key_id="k1"), deciding_stage="forward", reason=None,
-        timings=[("edge", 1000), ("identity", 2000)], usage=Usage(10, 5, "reported"), request_id="r1", method="POST",
-        lifecycle=types.SimpleNamespace(state=types.SimpleNamespace(value="done")), status=200, model="m", stream=False,
-        upstream_status=200, started_ns=0, notes=None, answered_by=None, screening=None)
-for label, c in (("matched", ctx("/v1/chat/completions", True)), ("unmatched", ctx("/v1/path.x@y.org/x", False))):
-    for name, obs, rec in (("old", old_m.GatewayMetrics().observe, old_d.build_record), ("new", new_m.GatewayMetrics().observe, new_d.build_record)):
-        t1 = min(timeit.repeat(lambda: obs(c), number=20000, repeat=7)) / 20000 * 1e9
-        t2 = min(timeit.repeat(lambda: rec(c, 1000), number=20000, repeat=7)) / 20000 * 1e9
-        print(label, name, f"observe {t1:.0f} ns, build_record {t2:.0f} ns")
+        timings=[("edge", 1000), ("identity", 2000)], usage=Usage(10, 5, "reported"), request_id="r1",
+        method="POST", lifecycle=types.SimpleNamespace(state=types.SimpleNamespace(value="done")), status=200,
+        model="m", stream=False, upstream_status=200, started_ns=0, notes=None, answered_by=None, screening=None)
+
+
+def _ns(fn) -> float:
+    return min(timeit.repeat(fn, number=20000, repeat=7)) / 20000 * 1e9
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--old", type=Path, required=True)
+    parser.add_argument("--new", type=Path, required=True)
+    args = parser.parse_args()
+    trees = {}
+    for label, src in (("old", args.old), ("new", args.new)):
+        observe = src / "tokenward" / "observe"
+        trees[label] = (_load(observe / "metrics.py", f"tokenward.observe._{label}_metrics").GatewayMetrics().observe,
+                        _load(observe / "decision_log.py", f"tokenward.observe._{label}_log").build_record)
+    for case, ctx in (("matched", _ctx("/v1/chat/completions", True)), ("unmatched", _ctx("/v1/path.x@y.org/x", False))):
+        for label, (observe, record) in trees.items():
+            print(f"{case} {label} observe {_ns(lambda: observe(ctx)):.0f} ns, "
+                  f"build_record {_ns(lambda: record(ctx, 1000)):.0f} ns")
+
+
+if __name__ == "__main__":
+    main()
