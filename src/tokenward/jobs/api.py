@@ -19,7 +19,7 @@ from ..http.responses import send_json, send_refusal
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
 from .book import JobBook
-from .terms import decode_request
+from .terms import decode_request, well_formed
 
 PREFIX = "/v1/jobs"
 MAX_BODY = 16_384
@@ -65,7 +65,9 @@ class JobsApi:
         if refused is not None:
             return refused.status, refused
         tenant = ctx.principal.tenant
-        ctx.note("job", job_id)
+        # a job id from the path, recorded only in a job id's shape: the path is the client's
+        # to fill, and the record keeps no value of it (observe/routes.py)
+        ctx.note("job", job_id if job_id is None or well_formed(job_id) else "malformed")
         if job_id is None:
             return await self._create(ctx, tenant)
         found = await (self.book.view(tenant, job_id) if method == "GET" else self.book.cancel(tenant, job_id))
