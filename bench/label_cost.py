@@ -51,7 +51,8 @@ def main() -> None:
         observe = src / "tokenward" / "observe"
         trees[label] = (_load(observe / "metrics.py", f"tokenward.observe._{label}_metrics").GatewayMetrics().observe,
                         _load(observe / "decision_log.py", f"tokenward.observe._{label}_log").build_record)
-    for case, ctx in (("matched", _ctx("/v1/chat/completions", True)), ("unmatched", _ctx("/v1/path.x@y.org/x", False))):
+    cases = (("matched", _ctx("/v1/chat/completions", True)), ("unmatched", _ctx("/v1/path.x@y.org/x", False)))
+    for case, ctx in cases:
         for label, (observe, record) in trees.items():
             print(f"{case} {label} observe {_ns(lambda: observe(ctx)):.0f} ns, "
                   f"build_record {_ns(lambda: record(ctx, 1000)):.0f} ns")

@@ -2,8 +2,8 @@
 
 Records are encoded on the request path but written in batches: a buffer flushed every
 100 ms (or when it passes 64 KiB), so a busy gateway does one write per batch rather than
-one per request. Records never hold a key, a prompt, a completion or a raw path (the route template;
-observe/routes.py).
+one per request. Records never hold a key, a prompt, a completion or a raw path (the
+route template instead, and for a path that matches no route its shape: observe/routes.py).
 """
 
 from __future__ import annotations
