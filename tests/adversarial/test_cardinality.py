@@ -17,6 +17,11 @@ ALLOWED_ROUTES = {"other", "/v1/chat/completions", "/v1/completions", "/v1/embed
                   "/v1/responses", "/v1/messages", "/v1/messages/count_tokens", "/v1/jobs", "/v1/jobs/{id}"}
 
 
+# what a path that matches no route (or a job id that names no job) may be answered
+REFUSALS = {"route_denied", "method_not_allowed", "missing_credentials", "invalid_credentials", "job_not_found",
+            "unsupported_media_type"}
+
+
 def _series(text: str) -> set[tuple]:
     return {(s.name, tuple(sorted(s.labels.items())))
             for family in text_string_to_metric_families(text) for s in family.samples}
@@ -50,6 +55,9 @@ async def _hit(gw, paths: list[str], headers: dict) -> None:
             r = await gw.client.request(method, path, json=chat(max_tokens=5) if method == "POST" else None,
                                         headers=headers if n % 2 else {})
             assert r.status_code in (400, 401, 404, 405, 415), (path, r.status_code, r.text)
+            code = r.json()["error"]["code"]
+            assert code in REFUSALS, (path, r.text)
+            assert r.headers.get("x-tokenward-reason", code) == code
 
     await asyncio.gather(*(worker(n) for n in range(16)))
 
