@@ -43,7 +43,7 @@ class ServerConfig(_Strict):
     # too_many_connections and closed, so clients can never take the descriptors the
     # upstream pools and the stores need. None: the open-file limit less their share.
     max_connections: int | None = None
-    # Slow clients (http/limits.py, docs/configuration.md): a request head must arrive whole
+    # Slow clients (http/limits.py, README): a request head must arrive whole
     # within head_timeout_s, a body within body_timeout_s of its head and, after
     # body_rate_grace_s, at min_body_rate bytes a second or more (0: no rate rule); else 408.
     head_timeout_s: float = 10.0

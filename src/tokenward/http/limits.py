@@ -2,7 +2,7 @@
 one client address may hold: the server's defences against clients that hold
 connections without sending (slowloris on the head, a body trickled a byte at a time).
 
-Defaults (``server:`` in the config; docs/configuration.md, docs/benchmarks.md):
+Defaults (``server:`` in the config; README, docs/benchmarks.md has the measurements):
 
 * ``head_timeout_s``: a request head (request line and headers) must arrive whole within
   this long of its first byte (of the connection's start, for its first request); else
