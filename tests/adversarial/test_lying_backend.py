@@ -129,6 +129,9 @@ async def test_a_lying_usage_report_moves_the_budget_by_at_most_the_reservation(
         scrape = (await gw.client.get("/metrics")).text
         tokens = _metric(scrape, "tokenward_tokens_total")
         assert tokens and all(value >= 0 for _, value in tokens), tokens
+        negative = [line for line in scrape.splitlines()        # no counter at all goes negative
+                    if re.match(r"tokenward_\w+_total[{ ]", line) and float(line.rsplit(" ", 1)[1]) < 0]
+        assert not negative, negative
         clamped = sum(v for _, v in _metric(scrape, "tokenward_usage_out_of_bounds_total"))
         if lie in OUT_OF_BOUNDS:
             assert "usage_out_of_bounds" in record["notes"], record
