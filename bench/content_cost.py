@@ -145,7 +145,7 @@ def restore_cost(n: int) -> tuple[float, float]:
     import msgspec
 
     from tokenward.pii.placeholders import Restorer
-    from tokenward.upstream.sse import SseEvent
+    from tokenward.wire.sse import SseEvent
 
     def event(text: str) -> SseEvent:
         return SseEvent(b"data: " + msgspec.json.encode({"id": "c", "object": "chat.completion.chunk", "model": "m",
@@ -171,7 +171,7 @@ def output_screen_cost(n: int) -> float:
 
     from tokenward.pii.output import OutputRedactor
     from tokenward.pii.patterns import PatternDetector
-    from tokenward.upstream.sse import SseEvent
+    from tokenward.wire.sse import SseEvent
 
     words = PROSE.split(" ")
     events = [SseEvent(b"data: " + msgspec.json.encode({

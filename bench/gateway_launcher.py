@@ -36,7 +36,7 @@ def keep_only_stages(wanted: str) -> None:
 
 def switch_off(parts: set[str]) -> None:
     if "watch" in parts:
-        from tokenward.http.disconnect import DisconnectWatch
+        from tokenward.pipeline.disconnect import DisconnectWatch
 
         DisconnectWatch.arm = lambda self: None
         DisconnectWatch.disarm = lambda self: None

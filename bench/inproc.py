@@ -156,7 +156,7 @@ async def run(args) -> None:
 def apply_experiments(gateway, without: set[str]) -> None:
     """Switch parts off in this process only, to price them (bench use only)."""
     if "watch" in without:  # the per-request disconnect watcher task
-        from tokenward.http.disconnect import DisconnectWatch
+        from tokenward.pipeline.disconnect import DisconnectWatch
 
         DisconnectWatch.arm = lambda self: None
         DisconnectWatch.disarm = lambda self: None

@@ -17,9 +17,9 @@ import msgspec
 
 from .config.schema import Config
 from .errors import Reason, Refusal
-from .http.disconnect import DisconnectWatch
+from .pipeline.disconnect import DisconnectWatch
 from .http.responses import send_json, send_refusal
-from .http.routes import HEALTHY, STARTING, ModelList
+from .own_routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
 from .observe.metrics import METRICS, send_metrics, start_shared
 from .pipeline.context import RequestContext
@@ -121,7 +121,7 @@ class Gateway:
         elif path == "/openapi.json":
             if scope["method"] != "GET":
                 return False
-            from .http.openapi import openapi_document
+            from .openapi import openapi_document
 
             await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
         elif path == "/readyz":

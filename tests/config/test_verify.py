@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import tokenward.cli.serve
 from tokenward.cli.main import app
 from tokenward.config import load_config, parse_config
-from tokenward.config.verify import verify_config
+from tokenward.cli.check import verify_config
 from tokenward.errors import ConfigError
 
 CASES = sorted((Path(__file__).parent / "verify_cases").glob("*.yaml"))

@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from ..upstream.chunks import Chunk
-from ..upstream.sse import SseEvent
+from ..wire.chunks import Chunk
+from ..wire.sse import SseEvent
 
 _encode = msgspec.json.encode
 

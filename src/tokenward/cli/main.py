@@ -27,7 +27,7 @@ app.command("lab")(lab)
 def _load_or_exit(path: Path):
     """The config, loaded and verified exactly as ``serve`` and ``check-config`` both need
     (config/verify.py); else ``FILE: path: message`` on stderr and exit 2."""
-    from ..config.verify import verify_config
+    from .check import verify_config
 
     try:
         cfg = load_config(path)
@@ -57,7 +57,7 @@ def serve(
 
 
 def _workers_fit_store(cfg, workers: int) -> None:
-    from ..config.verify import check_workers
+    from .check import check_workers
     from ..errors import ConfigError
 
     try:

@@ -22,7 +22,7 @@ from ..errors import Refusal, refusal_body
 from ..http.responses import JSON, send_bytes
 
 if TYPE_CHECKING:
-    from ..upstream.sse import SseEvent
+    from ..wire.sse import SseEvent
     from .context import RequestContext
     from .stage import Exit
 

@@ -18,7 +18,7 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
-from ..identity.wiring import open_identity, tenant_plans
+from ..assemble.identity import open_identity, tenant_plans
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
 from .peek import BodyPeek, body_peek

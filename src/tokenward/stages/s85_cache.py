@@ -40,14 +40,14 @@ from ..observe.metrics import METRICS
 from ..pii.output import OutputRedactor
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
-from ..upstream.chunks import parsed
+from ..wire.chunks import parsed
 from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
     from ..pipeline.outbound import Outbound
-    from ..upstream.sse import SseEvent
+    from ..wire.sse import SseEvent
 
 log = logging.getLogger("tokenward.cache")
 HEADER = b"x-tokenward-cache"

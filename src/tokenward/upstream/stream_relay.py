@@ -28,7 +28,7 @@ from ..pipeline.stage import Exit, ExitKind
 from ..reconcile.stream_usage import DONE, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
-from .sse import SseSplitter
+from ..wire.sse import SseSplitter
 
 if TYPE_CHECKING:
     from .forward import Forwarder

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
-from ..pipeline.context import Receive
+from .context import Receive
 
 
 def _cycle_with_hook(receive: Receive):

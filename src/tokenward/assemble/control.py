@@ -12,10 +12,10 @@ import time
 from typing import Any
 
 from ..keys.invalidate import is_redis_url
-from .metrics import ENFORCEMENT
-from .repo import ControlRepo
-from .runtime import ControlRuntime
-from .service import ControlOps
+from ..control.metrics import ENFORCEMENT
+from ..control.repo import ControlRepo
+from ..control.runtime import ControlRuntime
+from ..control.service import ControlOps
 
 log = logging.getLogger("tokenward.control")
 
@@ -77,7 +77,7 @@ async def open_control(services) -> ControlRuntime:
         ENFORCEMENT.engine = engine
     admin = services.extras.get("admin")
     if admin is not None:
-        from .admin import mount
+        from ..control.admin import mount
 
         mount(admin, services)
     return runtime

@@ -18,7 +18,7 @@ from ..keys.invalidate import RedisInvalidation, is_redis_url
 from ..keys.last_used import LastUsedBatcher
 from ..keys.service import KeyService
 from ..keys.store import KeyStore, open_keystore
-from .apikeys import ApiKeyAuthenticator
+from ..identity.apikeys import ApiKeyAuthenticator
 
 log = logging.getLogger("tokenward.identity")
 

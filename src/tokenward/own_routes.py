@@ -6,11 +6,11 @@ import time
 
 import msgspec
 
-from ..config.schema import Config
-from ..pipeline.context import RequestContext
-from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.usage import Usage
-from .responses import JSON
+from .config.schema import Config
+from .pipeline.context import RequestContext
+from .pipeline.stage import Exit, ExitKind
+from .reconcile.usage import Usage
+from .http.responses import JSON
 
 _encode = msgspec.json.encode
 _NOTHING = Usage(0, 0, "counted")

@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .config import load_config
-from .errors import ConfigError
+from ..config import load_config
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .http.serving import HttpServer
+    from ..http.serving import HttpServer
 
 _FIXED = (("server", None), ("edge", "max_header_bytes"), ("edge", "max_headers"))
 
@@ -40,9 +40,9 @@ class Reloader:
         self.config_path = Path(config_path)
 
     async def __call__(self, server: HttpServer) -> str:
-        from .app import Gateway
-        from .config.verify import verify_config
-        from .http.serving import StartupFailed
+        from ..app import Gateway
+        from .check import verify_config
+        from ..http.serving import StartupFailed
 
         try:
             config = load_config(self.config_path)
