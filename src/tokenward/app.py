@@ -35,7 +35,7 @@ class Gateway:
         self.config = config
         self._freeze_gc = freeze_gc
         # A reload builds a new Gateway that inherits what lives in this process: the
-        # in-memory budget store and cache (reload.py).
+        # in-memory budget store and cache (cli/reload.py).
         self.services = Services(config, inherited=inherit.services if inherit is not None else None)
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0

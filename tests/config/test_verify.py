@@ -1,4 +1,4 @@
-"""``check-config`` and ``serve`` refuse exactly the same configs (config/verify.py).
+"""``check-config`` and ``serve`` refuse exactly the same configs (cli/check.py).
 
 Each file in verify_cases/ has a config that loads (its shape, ranges and references are
 fine) but that start-up would refuse; its first line is the exact message. ``check-config``

@@ -137,7 +137,7 @@ def from_body(body: bytes, max_tokens: int | None) -> CacheEntry | None:
 
 
 class StreamAssembly:
-    """A streamed answer put back together from its chunks (the typed view, upstream/chunks.py)."""
+    """A streamed answer put back together from its chunks (the typed view, wire/chunks.py)."""
 
     __slots__ = ("chat", "model", "_choices", "_parts")
 

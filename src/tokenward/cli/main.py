@@ -26,7 +26,7 @@ app.command("lab")(lab)
 
 def _load_or_exit(path: Path):
     """The config, loaded and verified exactly as ``serve`` and ``check-config`` both need
-    (config/verify.py); else ``FILE: path: message`` on stderr and exit 2."""
+    (cli/check.py); else ``FILE: path: message`` on stderr and exit 2."""
     from .check import verify_config
 
     try:

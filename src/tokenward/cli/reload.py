@@ -1,7 +1,7 @@
 """Config reload without a restart: SIGHUP, or ``POST /admin/reload``.
 
 The config file is loaded and verified exactly as ``serve`` and ``check-config`` do
-(config/verify.py); a config that does not pass is refused and the running one keeps
+(cli/check.py); a config that does not pass is refused and the running one keeps
 serving. A config that passes becomes a new ``Gateway`` (plans, tenants, models, routes,
 screening, cache, upstreams: everything the stages are built from), started beside the
 running one; once it has started, the server hands it every new request, on open

@@ -145,7 +145,7 @@ class _HeldLogs(logging.Handler):
 def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | None], None],
                 config_path: Path | None = None, forked: bool = False) -> bool:
     """One worker's life; ``report`` hears None once its app started, else why it did not.
-    SIGHUP reloads the config file (reload.py); ``POST /admin/reload`` does the same, for a
+    SIGHUP reloads the config file (cli/reload.py); ``POST /admin/reload`` does the same, for a
     forked worker by signalling the parent, which passes SIGHUP on to every worker."""
     from ..app import Gateway
     from ..http import serving

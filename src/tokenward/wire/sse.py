@@ -24,7 +24,7 @@ class SseEvent:
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
         self.data = _data_of(raw)
-        self.parsed = None  # the typed chunk, once a reader decoded it (upstream/chunks.py)
+        self.parsed = None  # the typed chunk, once a reader decoded it (wire/chunks.py)
 
     @property
     def done(self) -> bool:
