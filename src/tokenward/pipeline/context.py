@@ -13,7 +13,7 @@ from typing import Any, Awaitable, Callable
 from ..reconcile.usage import UNKNOWN, Usage
 from .lifecycle import Lifecycle
 
-Receive = Callable[[], Awaitable[dict]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
 Header = tuple[bytes, bytes]
 
 
@@ -40,7 +40,7 @@ class RequestContext:
         self.route: Any = None
         self.body: bytes = b""
         # The request body decoded once, by whichever stage needs it first.
-        self.payload: dict | None = None
+        self.payload: dict[str, Any] | None = None
         # The stages' lenient look at the body before validation (stages/peek.py), cached.
         self.peek: Any = None
         self.model: str | None = None

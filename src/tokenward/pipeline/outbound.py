@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from .context import RequestContext
     from .stage import Exit
 
-Send = Callable[[dict], Awaitable[None]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ResponseTransform(Protocol):
