@@ -75,12 +75,11 @@ async def start(tmp: str, screening: bool, cache: bool):
     from tokenward.app import Gateway
     from tokenward.config import load_config
 
-    gateway = Gateway(load_config(config(tmp, screening, cache)))
     ticks = itertools.count(1_800_000_000_000)
-    gateway.services.extras["clock"] = lambda: next(ticks) / 1000
+    gateway = Gateway(load_config(config(tmp, screening, cache)), clock=lambda: next(ticks) / 1000)
     await gateway.startup()
     stub_pools(gateway, 0)
-    key, _ = await gateway.services.extras["keys"].create("bench")
+    key, _ = await gateway.services.keys.create("bench")
     return gateway, key
 
 

@@ -97,7 +97,7 @@ class RunningGateway:
         return httpx.AsyncClient(headers=self.auth, timeout=kwargs.pop("timeout", 10), **kwargs)
 
     async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
-        plaintext, _ = await self.gateway.services.extras["keys"].create(tenant, **kwargs)
+        plaintext, _ = await self.gateway.services.keys.create(tenant, **kwargs)
         return plaintext
 
     def decisions(self) -> list[dict]:
@@ -161,7 +161,7 @@ async def gateway_in_process(config_text: str, decisions_path: Path | None = Non
     gateway = Gateway(parse_config(config_text, environ={}))
     server, port = await start_app(gateway, http)
     running = RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
-    if gateway.config.tenants and "keys" in gateway.services.extras:
+    if gateway.config.tenants and gateway.services.keys is not None:
         running.key = await running.new_key(next(iter(gateway.config.tenants)))
     try:
         yield running

@@ -12,6 +12,7 @@ import itertools
 import logging
 import os
 from time import perf_counter_ns
+from typing import Callable, Sequence
 
 import msgspec
 
@@ -25,18 +26,23 @@ from .observe.metrics import METRICS, send_metrics, start_shared
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
 from .services import Services
+from .stages.order import Builder
 from .upstream.forward import Forwarder
 
 log = logging.getLogger("tokenward")
 
 
 class Gateway:
-    def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None) -> None:
+    def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None,
+                 clock: Callable[[], float] | None = None,
+                 stages: Sequence[tuple[str, Builder]] | None = None) -> None:
         self.config = config
         self._freeze_gc = freeze_gc
         # A reload builds a new Gateway that inherits what lives in this process: the
-        # in-memory budget store and cache (cli/reload.py).
-        self.services = Services(config, inherited=inherit.services if inherit is not None else None)
+        # in-memory budget store and cache (cli/reload.py). ``clock`` and ``stages`` are
+        # for tests and benches: a fake clock, a stage replaced (stages/order.py).
+        self.services = Services(config, inherited=inherit.services if inherit is not None else None,
+                                 clock=clock, stages=stages)
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0
         # set by whoever serves this app and can reload it (cli/serve.py): POST /admin/reload
@@ -51,16 +57,17 @@ class Gateway:
                                     + (("/metrics",) if config.server.expose_metrics else ()))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observe = None
+        self._jobs_api = None   # the /v1/jobs routes, built on their first request
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
         await start_shared()   # with several workers: listen for the others' scrapes
-        admin = self.services.extras.get("admin")
+        admin = self.services.admin
         if admin is not None:
             admin.actions["reload"] = self._reload
         # the abuse signals' share of each decision (abuse/observe.py), when configured
-        self._observe = self.services.extras.get("observe")
+        self._observe = self.services.observe
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
                              routes={"/v1/models": self._models})
@@ -131,7 +138,7 @@ class Gateway:
         elif path.startswith("/v1/jobs"):
             await self._jobs(scope, receive, send)
         else:
-            admin = self.services.extras.get("admin")
+            admin = self.services.admin
             if admin is None:
                 await send_refusal(send, Refusal(Reason.route_denied, f"route {path} is not served by this gateway"),
                                    self._next_id().encode())
@@ -145,12 +152,12 @@ class Gateway:
             await send_refusal(send, Refusal(Reason.budget_store_unavailable, "gateway is starting"),
                                self._next_id().encode())
             return
-        api = self.services.extras.get("jobs_api")
+        api = self._jobs_api
         if api is None:
             from .jobs.api import JobsApi
 
             identity = next(stage for stage in self.services.stages if stage.name == "identity")
-            api = self.services.extras["jobs_api"] = JobsApi(self.services.extras["jobs"], identity, self._finish)
+            api = self._jobs_api = JobsApi(self.services.jobs, identity, self._finish)
         await api(scope, receive, send, self._next_id())
 
     async def _readyz(self, send) -> None:

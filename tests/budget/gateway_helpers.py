@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 
 import httpx
 
@@ -23,6 +23,7 @@ from tokenward.app import Gateway
 from tokenward.budget.limits import tenant_namespace
 from tokenward.config.loader import parse_config
 from tokenward.mock import start_mock, stop_mock
+from tokenward.stages.order import Builder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -98,14 +99,14 @@ class InProcess:
 
     @property
     def admitter(self):
-        return self.gateway.services.extras["budget"]
+        return self.gateway.services.budget
 
     @property
     def store(self):
         return self.admitter.shared.store
 
     async def new_key(self, tenant: str = "acme") -> dict[str, str]:
-        plaintext, _ = await self.gateway.services.extras["keys"].create(tenant)
+        plaintext, _ = await self.gateway.services.keys.create(tenant)
         return {"authorization": f"Bearer {plaintext}"}
 
     def decisions(self) -> list[dict]:
@@ -139,11 +140,10 @@ class InProcess:
 
 
 @contextlib.asynccontextmanager
-async def in_process(config_path: Path, clock: Callable[[], float] | None = None) -> AsyncIterator[InProcess]:
+async def in_process(config_path: Path, clock: Callable[[], float] | None = None,
+                     stages: Sequence[tuple[str, Builder]] | None = None) -> AsyncIterator[InProcess]:
     config = parse_config(config_path.read_text(), environ={})
-    gateway = Gateway(config)
-    if clock is not None:
-        gateway.services.extras["clock"] = clock
+    gateway = Gateway(config, clock=clock, stages=stages)
     server, port = await start_app(gateway)
     running = InProcess(gateway, port, Path(config.logging.decisions))
     try:

@@ -94,11 +94,11 @@ class RunningGateway:
 
     @property
     def keys(self):
-        return self.gateway.services.extras["keys"]
+        return self.gateway.services.keys
 
     @property
     def identity(self):
-        return self.gateway.services.extras["identity"]
+        return self.gateway.services.identity
 
     async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
         plaintext, _ = await self.keys.create(tenant, **kwargs)

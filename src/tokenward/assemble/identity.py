@@ -62,8 +62,8 @@ async def open_identity(services: Any, plans: dict[str, tuple[str, PlanConfig]])
             await invalidation.publish(key_id)
 
     keys = KeyService(store, announce)
-    services.extras["keystore"] = store
-    services.extras["keys"] = keys
+    services.keystore = store
+    services.keys = keys
     _mount_admin(services, keys)
     if config.demo is not None:
         await _demo_key(config, keys)
@@ -80,7 +80,7 @@ def _mount_admin(services: Any, keys: KeyService) -> None:
         return
     from ..admin import AdminApi
 
-    services.extras["admin"] = AdminApi(keys, token, services.config)
+    services.admin = AdminApi(keys, token, services.config)
 
 
 async def create_demo_key(config: Config) -> None:

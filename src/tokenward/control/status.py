@@ -36,7 +36,7 @@ class StatusPage:
     def __init__(self, services) -> None:
         self.services = services
         self.config = services.config
-        self.runtime = services.extras["control"]
+        self.runtime = services.control
         self._plans = {t: effective_plan(self.config, t) for t in self.config.tenants}
         self._budgets = Budgets(self.config)   # our own: never the admitter's cache of the hot path
         # (monotonic time, {(tenant, reason): refusals so far}) of this replica, for "the last minutes"
@@ -76,7 +76,7 @@ class StatusPage:
                 "screening": screening, "controls": controls, "cache": cache}
 
     async def _budget(self, tenant: str, now: float) -> list[dict]:
-        admitter = self.services.extras.get("budget")
+        admitter = self.services.budget
         if admitter is None:
             return []
         now_ms = int(now * 1000)
@@ -90,9 +90,9 @@ class StatusPage:
         return rows
 
     async def _events(self, now: float, window: float) -> dict[str, dict[str, int]]:
-        if self.services.extras.get("abuse") is None:
+        if self.services.abuse is None:
             return {}
-        store = self.services.extras["signal_store"]
+        store = self.services.signal_store
         try:
             return await store.events(sorted(self.config.tenants), int(now), int(window))
         except Exception:

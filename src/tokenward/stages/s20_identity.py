@@ -116,5 +116,5 @@ async def build(services) -> IdentityStage:
     plans = tenant_plans(config)
     parts = await open_identity(services, plans)
     jwt = JwtVerifier(config.jwt.issuers) if config.jwt.issuers else None
-    services.extras["identity"] = parts
+    services.identity = parts
     return IdentityStage(parts.authenticator, jwt, plans)

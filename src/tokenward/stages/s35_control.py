@@ -186,4 +186,4 @@ async def build(services) -> ControlStage:
 
     runtime = await open_control(services)
     lease_s = services.config.stream.max_duration_s + 60.0
-    return ControlStage(runtime, services.extras.get("clock", time.time), lease_s)
+    return ControlStage(runtime, services.clock, lease_s)

@@ -372,7 +372,7 @@ def build(services) -> CacheStage | None:
     config: Config = services.config
     if config.cache is None:
         return None
-    old = services.inherited.extras.get("cache") if services.inherited is not None else None
+    old = services.inherited.cache if services.inherited is not None else None
     if old is not None and old.cfg == config.cache and config.cache.store == "memory":
         store, secret = old.store, old.secret   # a reload keeps the process's cached answers
         old.keep_store = True
@@ -384,9 +384,9 @@ def build(services) -> CacheStage | None:
     if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
         stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
             else _semantic(config.cache.semantic, secret)
-    services.extras["cache"] = stage
+    services.cache = stage
     services.on_close(stage.close)
-    admin = services.extras.get("admin")
+    admin = services.admin
     if admin is not None:
         admin.tenant_actions["cache/purge"] = stage.purge
     METRICS.watch_cache(store)
