@@ -18,11 +18,11 @@ from tests.fixtures.processes import stop_process
 import orjson
 import yaml
 
+from tests import support
 from tests.support import start_app, stop_app
 from tokenward.app import Gateway
 from tokenward.budget.limits import tenant_namespace
 from tokenward.config.loader import parse_config
-from tokenward.mock import start_mock, stop_mock
 from tokenward.stages.order import Builder
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -51,43 +51,12 @@ def budget_config(tmp_path: Path, mock_port: int, store_url: str = "memory", *, 
 
 
 def chat(content: str = "hi", max_tokens: int = 100_000, **extra: Any) -> dict:
-    return {"model": "small-chat", "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens,
-            **extra}
+    """tests/support.py's chat, asking for more than any plan allows (the gateway clamps it)."""
+    return support.chat(content=content, max_tokens=max_tokens, **extra)
 
 
-class Backend:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10.0)
-
-    async def stats(self) -> dict:
-        return (await self.client.get("/_mock/stats")).json()
-
-    async def requests(self) -> int:
-        """Requests for work; a gateway's readiness probes (GET /v1/models) are not work."""
-        stats = await self.stats()
-        return stats["requests"] - stats["by_path"].get("/v1/models", 0)
-
-    async def release(self, name: str) -> int:
-        return (await self.client.post("/_mock/release", json={"name": name})).json()["released"]
-
-    async def wait_held(self, count: int, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while (await self.stats())["held"] < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"backend never held {count}: {await self.stats()}")
-            await asyncio.sleep(0.02)
-
-
-@contextlib.asynccontextmanager
-async def backend() -> AsyncIterator[Backend]:
-    server, port, _ = await start_mock("127.0.0.1", 0)
-    b = Backend(port)
-    try:
-        yield b
-    finally:
-        await b.client.aclose()
-        await stop_mock(server)
+Backend = support.MockBackend
+backend = support.mock_backend
 
 
 class InProcess:

@@ -19,6 +19,7 @@ import orjson
 import yaml
 
 from tests.support import MockBackend, RunningGateway
+from tests.support import chat as support_chat
 
 LAB_PLAN: dict[str, Any] = {
     "models": ["small-chat", "tik-chat", "tiny-window"],
@@ -126,7 +127,8 @@ class Client:
 
 
 def chat(content: Any = "hello there", model: str = "small-chat", **extra: Any) -> dict:
-    return {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 8, **extra}
+    """tests/support.py's chat, content first (these tests vary the content)."""
+    return support_chat(model, content, **extra)
 
 
 def completion(prompt: Any = "hello", model: str = "small-chat", **extra: Any) -> dict:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import ipaddress
-from typing import Iterable
 
 V4_PREFIX, V6_PREFIX = 24, 48
 _V4_MASK = (1 << 32) - (1 << (32 - V4_PREFIX))
@@ -68,10 +67,3 @@ def client_address(header_value: bytes | None) -> str | None:
     if first.count(":") == 1 and "." in first:   # "1.2.3.4:5678"
         first = first.split(":", 1)[0]
     return first or None
-
-
-def header_of(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for key, value in headers:
-        if key == name:
-            return value
-    return None

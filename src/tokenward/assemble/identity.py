@@ -83,19 +83,6 @@ def _mount_admin(services: Any, keys: KeyService) -> None:
     services.admin = AdminApi(keys, token, services.config)
 
 
-async def create_demo_key(config: Config) -> None:
-    """The demo key of a several-worker start, made once by the parent before it forks
-    (each worker would otherwise make and print its own)."""
-    async def no_announce(key_id: str) -> None:
-        return None  # a new key is in no cache yet
-
-    store = await open_keystore(config.keystore.url)
-    try:
-        await _demo_key(config, KeyService(store, no_announce))
-    finally:
-        await store.close()
-
-
 async def _demo_key(config: Config, keys: KeyService) -> None:
     demo = config.demo
     plaintext, _ = await keys.create(demo.tenant, name="demo", reason="demo mode start-up", reviewer="tokenward")
