@@ -10,6 +10,10 @@ event nobody needs to change goes to the client as the backend wrote it, and its
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .chunks import Chunk
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 DONE_DATA = b"[DONE]"
@@ -24,7 +28,7 @@ class SseEvent:
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
         self.data = _data_of(raw)
-        self.parsed = None  # the typed chunk, once a reader decoded it (wire/chunks.py)
+        self.parsed: Chunk | None = None  # the typed chunk, once a reader decoded it (wire/chunks.py)
 
     @property
     def done(self) -> bool:
