@@ -13,6 +13,7 @@ A test builds a gateway with its own clock and stages through the same construct
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
@@ -118,10 +119,10 @@ class Services:
         return urls
 
     async def _build_stages(self) -> list[Stage]:
-        stages = []
+        stages: list[Stage] = []
         for _, build in self._builders:
             built = build(self)
-            stage = await built if hasattr(built, "__await__") else built
+            stage = await built if inspect.isawaitable(built) else built
             if stage is not None:
                 stages.append(stage)
         return stages

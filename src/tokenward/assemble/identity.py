@@ -13,7 +13,7 @@ import sys
 from typing import Any
 
 from ..config.loader import effective_plan
-from ..config.schema import Config, PlanConfig
+from ..config.schema import Config, DemoConfig, PlanConfig
 from ..keys.invalidate import RedisInvalidation, is_redis_url
 from ..keys.last_used import LastUsedBatcher
 from ..keys.service import KeyService
@@ -66,7 +66,7 @@ async def open_identity(services: Any, plans: dict[str, tuple[str, PlanConfig]])
     services.keys = keys
     _mount_admin(services, keys)
     if config.demo is not None:
-        await _demo_key(config, keys)
+        await _demo_key(config.demo, keys)
     return IdentityParts(store, keys, authenticator, invalidation, batcher)
 
 
@@ -83,8 +83,7 @@ def _mount_admin(services: Any, keys: KeyService) -> None:
     services.admin = AdminApi(keys, token, services.config)
 
 
-async def _demo_key(config: Config, keys: KeyService) -> None:
-    demo = config.demo
+async def _demo_key(demo: DemoConfig, keys: KeyService) -> None:
     plaintext, _ = await keys.create(demo.tenant, name="demo", reason="demo mode start-up", reviewer="tokenward")
     if demo.print_key:
         sys.stdout.write(f"demo key: {plaintext}\n")

@@ -83,7 +83,7 @@ class CacheEntry(msgspec.Struct, omit_defaults=True):
             if self.chat:
                 out.append(event({"index": c.index, "delta": {"role": "assistant", "content": ""},
                                   "finish_reason": None}))
-                delta = {k: v for k, v in (("content", c.content), ("refusal", c.refusal),
+                delta: dict[str, object] = {k: v for k, v in (("content", c.content), ("refusal", c.refusal),
                                            ("reasoning_content", c.reasoning_content)) if v}
                 if c.tool_calls:
                     delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(c.tool_calls)]
