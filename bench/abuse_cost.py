@@ -46,7 +46,7 @@ async def measure(gateway, args, config_path: Path) -> None:
     gateway.runner._finish = lambda ctx: (captured.setdefault("ctx", ctx), finish(ctx))
     await inproc.one_request(gateway, scope, body, [])
     ctx = captured["ctx"]
-    engine = gateway.services.extras["abuse"]
+    engine = gateway.services.abuse
     observer = engine.observer
     stage = next(s for s in gateway.services.stages if s.name == "control")
     n = args.requests

@@ -112,7 +112,7 @@ def admitter_call(admitter: Admitter, plan):
 def client_call(url: str):
     import redis.asyncio as aioredis
 
-    from tokenward.budget.redis import RESERVE, SETTLE
+    from tokenward.budget.scripts import RESERVE, SETTLE
 
     client = aioredis.Redis.from_url(url)
     # one token bucket (kind 1, unit 1, 100/min), the layout reserve.lua and settle.lua document

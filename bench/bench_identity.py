@@ -87,7 +87,7 @@ async def main(n: int, repeat: int) -> int:
         services = Services(parse_config(CONFIG % tmp, {}))
         identity = await s20_identity.build(services)
         entitlement = s30_entitlement.build(services)
-        keys = services.extras["keys"]
+        keys = services.keys
         acme, _ = await keys.create("acme")
         globex, _ = await keys.create("globex")
         identity.api_keys.cache._configured_ttl = identity.api_keys.cache.ttl_s = 3600.0

@@ -52,7 +52,7 @@ async def _child(tree: Path, chunks: int, n: int) -> None:
         path.write_text(yaml.safe_dump(raw))
         gateway = Gateway(load_config(path))
         ticks = itertools.count(1_800_000_000_000)
-        gateway.services.extras["clock"] = lambda: next(ticks) / 1000
+        gateway.services.clock = lambda: next(ticks) / 1000
         await gateway.startup()
         inproc.stub_pools(gateway, chunks)
         body = inproc.BODY if not chunks else inproc.BODY[:-1] + b',"stream":true}'
@@ -99,7 +99,8 @@ def _parts(tree: Path, part: str, n: int) -> None:
     import msgspec
 
     from tokenward.pipeline.results import Reservation, Work
-    from tokenward.reconcile.bounds import answer_limit, bounded
+    from tokenward.reconcile.bounds import answer_limit
+    from tokenward.upstream.usage_report import bounded
     from tokenward.validation.schemas import ChatCompletionRequest
 
     body = msgspec.json.decode(b'{"model":"bench-chat","messages":[{"role":"user","content":"Say hello."}],'

@@ -75,12 +75,11 @@ async def start(tmp: str, screening: bool, cache: bool):
     from tokenward.app import Gateway
     from tokenward.config import load_config
 
-    gateway = Gateway(load_config(config(tmp, screening, cache)))
     ticks = itertools.count(1_800_000_000_000)
-    gateway.services.extras["clock"] = lambda: next(ticks) / 1000
+    gateway = Gateway(load_config(config(tmp, screening, cache)), clock=lambda: next(ticks) / 1000)
     await gateway.startup()
     stub_pools(gateway, 0)
-    key, _ = await gateway.services.extras["keys"].create("bench")
+    key, _ = await gateway.services.keys.create("bench")
     return gateway, key
 
 
@@ -145,7 +144,7 @@ def restore_cost(n: int) -> tuple[float, float]:
     import msgspec
 
     from tokenward.pii.placeholders import Restorer
-    from tokenward.upstream.sse import SseEvent
+    from tokenward.wire.sse import SseEvent
 
     def event(text: str) -> SseEvent:
         return SseEvent(b"data: " + msgspec.json.encode({"id": "c", "object": "chat.completion.chunk", "model": "m",
@@ -171,7 +170,7 @@ def output_screen_cost(n: int) -> float:
 
     from tokenward.pii.output import OutputRedactor
     from tokenward.pii.patterns import PatternDetector
-    from tokenward.upstream.sse import SseEvent
+    from tokenward.wire.sse import SseEvent
 
     words = PROSE.split(" ")
     events = [SseEvent(b"data: " + msgspec.json.encode({

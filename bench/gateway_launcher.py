@@ -6,7 +6,7 @@ switched off to price it (bench use only; nothing here changes the installed gat
 
 BENCH_STAGES: the foundation benchmark of issue 2 is "edge + forward + decision record";
 while other issues add stages to the same tree, this drops the other slots from
-``STAGE_FACTORIES`` in this process only, before the gateway builds its stages. The
+``stages.order.STAGES`` in this process only, before the gateway builds its stages. The
 decision records' ``stages_us`` keys show what ran either way.
 
 BENCH_WITHOUT (experiments, comma-separated): ``watch`` (no per-request disconnect-watcher
@@ -21,22 +21,20 @@ import os
 import sys
 
 from tokenward.cli.main import main
-from tokenward.pipeline import order
+from tokenward.stages import order
 
 
 def keep_only_stages(wanted: str) -> None:
     keep = {slot.strip() for slot in wanted.split(",") if slot.strip()}
-    unknown = keep - set(order.STAGE_ORDER)
-    if unknown:
-        sys.exit(f"BENCH_STAGES names unknown slots: {sorted(unknown)}")
-    for slot in list(order.STAGE_FACTORIES):
-        if slot not in keep:
-            del order.STAGE_FACTORIES[slot]
+    try:
+        order.STAGES = order.only(keep)   # read by Services when it builds the stages
+    except KeyError as exc:
+        sys.exit(f"BENCH_STAGES: {exc}")
 
 
 def switch_off(parts: set[str]) -> None:
     if "watch" in parts:
-        from tokenward.http.disconnect import DisconnectWatch
+        from tokenward.pipeline.disconnect import DisconnectWatch
 
         DisconnectWatch.arm = lambda self: None
         DisconnectWatch.disarm = lambda self: None

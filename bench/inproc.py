@@ -125,12 +125,9 @@ async def one_request(gateway, scope: dict, body: bytes, sink: list) -> None:
 async def run(args) -> None:
     from tokenward.app import Gateway
     from tokenward.config import load_config
-    from tokenward.pipeline import order
+    from tokenward.stages import order
 
-    if args.stages is not None:
-        for slot in list(order.STAGE_FACTORIES):
-            if slot not in args.stages.split(","):
-                del order.STAGE_FACTORIES[slot]
+    stages = order.only(set(args.stages.split(","))) if args.stages is not None else None
     with tempfile.TemporaryDirectory(prefix="tokenward-inproc-") as tmp:
         raw = yaml.safe_load((Path(__file__).resolve().parent / f"{args.config}.yaml").read_text())
         raw["upstreams"]["bench"]["base_url"] = "http://127.0.0.1:9/v1"
@@ -142,10 +139,11 @@ async def run(args) -> None:
         raw["keystore"]["url"] = f"sqlite:///{tmp}/keys.db"
         config_path = Path(tmp) / "gateway.yaml"
         config_path.write_text(yaml.safe_dump(raw))
-        gateway = Gateway(load_config(config_path))
+        clock = None
         if args.deterministic:   # budgets see a clock that moves 1 ms per reading, not the host's
             ticks = itertools.count(1_800_000_000_000)
-            gateway.services.extras["clock"] = lambda: next(ticks) / 1000
+            clock = lambda: next(ticks) / 1000   # noqa: E731
+        gateway = Gateway(load_config(config_path), clock=clock, stages=stages)
         await gateway.startup()
         try:
             await measure(gateway, args, config_path)
@@ -156,7 +154,7 @@ async def run(args) -> None:
 def apply_experiments(gateway, without: set[str]) -> None:
     """Switch parts off in this process only, to price them (bench use only)."""
     if "watch" in without:  # the per-request disconnect watcher task
-        from tokenward.http.disconnect import DisconnectWatch
+        from tokenward.pipeline.disconnect import DisconnectWatch
 
         DisconnectWatch.arm = lambda self: None
         DisconnectWatch.disarm = lambda self: None

@@ -42,13 +42,12 @@ async def main(n: int, rounds: int) -> None:
         raw["plans"]["bench"].update({"max_job_tokens": 2_000_000_000, "max_open_jobs": 4})
         path = Path(tmp) / "gateway.yaml"
         path.write_text(yaml.safe_dump(raw))
-        gateway = Gateway(load_config(path))
         ticks = itertools.count(1_800_000_000_000)
-        gateway.services.extras["clock"] = lambda: next(ticks) / 1000
+        gateway = Gateway(load_config(path), clock=lambda: next(ticks) / 1000)
         await gateway.startup()
         stub_pools(gateway, 0)
-        key, _ = await gateway.services.extras["keys"].create("bench")
-        book = gateway.services.extras["jobs"]
+        key, _ = await gateway.services.keys.create("bench")
+        book = gateway.services.jobs
         plan = gateway.services.config.plans["bench"]
         job = await book.create("bench", plan, JobRequest(budget_tokens=2_000_000_000, max_seconds=3600))
         body = b'{"model":"bench-chat","max_tokens":16,"messages":[{"role":"user","content":"Say hello."}]}'

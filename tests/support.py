@@ -44,39 +44,52 @@ keystore: {{url: "sqlite:///{keystore}"}}
 """
 
 
-@dataclass
 class MockBackend:
-    port: int
-    app: Any
-    server: Any
-    client: httpx.AsyncClient
+    """The bundled mock backend, in this test's loop, with what tests read from it: its
+    counters (``/_mock/stats``), the last body it received, held requests. The one backend
+    wrapper every gateway test uses (``mock_backend()``, and the ``backend`` fixtures)."""
+
+    def __init__(self, port: int, app: Any = None, server: Any = None) -> None:
+        self.port = port
+        self.app = app
+        self.server = server
+        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10.0)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
     async def stats(self) -> dict[str, Any]:
-        resp = await self.client.get(f"http://127.0.0.1:{self.port}/_mock/stats")
-        return resp.json()
+        return (await self.client.get("/_mock/stats")).json()
 
     async def requests(self) -> int:
         """Requests for work; a gateway's readiness probes (GET /v1/models) are not work."""
         stats = await self.stats()
         return stats["requests"] - stats["by_path"].get("/v1/models", 0)
 
+    async def last_body(self) -> Any:
+        return (await self.stats())["last_request"]["body"]
+
     async def release(self, name: str) -> int:
-        resp = await self.client.post(f"http://127.0.0.1:{self.port}/_mock/release", json={"name": name})
-        return resp.json()["released"]
+        return (await self.client.post("/_mock/release", json={"name": name})).json()["released"]
+
+    async def wait_held(self, count: int, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while (await self.stats())["held"] < count:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"backend never held {count}: {await self.stats()}")
+            await asyncio.sleep(0.02)
 
 
 @contextlib.asynccontextmanager
 async def mock_backend() -> AsyncIterator[MockBackend]:
     server, port, app = await start_mock("127.0.0.1", 0)
-    async with httpx.AsyncClient(timeout=10) as client:
-        try:
-            yield MockBackend(port, app, server, client)
-        finally:
-            await stop_mock(server)
+    backend = MockBackend(port, app, server)
+    try:
+        yield backend
+    finally:
+        await backend.client.aclose()
+        await stop_mock(server)
 
 
 @dataclass
@@ -97,7 +110,7 @@ class RunningGateway:
         return httpx.AsyncClient(headers=self.auth, timeout=kwargs.pop("timeout", 10), **kwargs)
 
     async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
-        plaintext, _ = await self.gateway.services.extras["keys"].create(tenant, **kwargs)
+        plaintext, _ = await self.gateway.services.keys.create(tenant, **kwargs)
         return plaintext
 
     def decisions(self) -> list[dict]:
@@ -161,7 +174,7 @@ async def gateway_in_process(config_text: str, decisions_path: Path | None = Non
     gateway = Gateway(parse_config(config_text, environ={}))
     server, port = await start_app(gateway, http)
     running = RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
-    if gateway.config.tenants and "keys" in gateway.services.extras:
+    if gateway.config.tenants and gateway.services.keys is not None:
         running.key = await running.new_key(next(iter(gateway.config.tenants)))
     try:
         yield running
@@ -220,5 +233,7 @@ def _wait_ready(url: str, deadline: float) -> None:
     raise RuntimeError(f"gateway at {url} never became ready")
 
 
-def chat(model: str = "small-chat", content: str = "hello there", **extra: Any) -> dict:
-    return {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 8, **extra}
+def chat(model: str = "small-chat", content: Any = "hello there", max_tokens: int | None = 8, **extra: Any) -> dict:
+    """A chat-completions body with one user message (``max_tokens=None`` sends a null).
+    The one chat helper of the suite; others are this with their own defaults."""
+    return {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens, **extra}

@@ -12,21 +12,23 @@ import itertools
 import logging
 import os
 from time import perf_counter_ns
+from typing import Callable, Sequence
 
 import msgspec
 
 from .config.schema import Config
 from .errors import Reason, Refusal
-from .http.disconnect import DisconnectWatch
+from .pipeline.disconnect import DisconnectWatch
 from .http.responses import send_json, send_refusal
-from .http.routes import HEALTHY, STARTING, ModelList
+from .own_routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
 from .observe.metrics import METRICS, send_metrics, start_shared
 from .observe.routes import known_routes
-from .observe.known import seed as seed_known_series
+from .assemble.known_series import seed as seed_known_series
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
 from .services import Services
+from .stages.order import Builder
 from .upstream.forward import Forwarder
 
 log = logging.getLogger("tokenward")
@@ -41,12 +43,16 @@ _NOT_SERVED = {
 
 
 class Gateway:
-    def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None) -> None:
+    def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None,
+                 clock: Callable[[], float] | None = None,
+                 stages: Sequence[tuple[str, Builder]] | None = None) -> None:
         self.config = config
         self._freeze_gc = freeze_gc
         # A reload builds a new Gateway that inherits what lives in this process: the
-        # in-memory budget store and cache (reload.py).
-        self.services = Services(config, inherited=inherit.services if inherit is not None else None)
+        # in-memory budget store and cache (cli/reload.py). ``clock`` and ``stages`` are
+        # for tests and benches: a fake clock, a stage replaced (stages/order.py).
+        self.services = Services(config, inherited=inherit.services if inherit is not None else None,
+                                 clock=clock, stages=stages)
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0
         # set by whoever serves this app and can reload it (cli/serve.py): POST /admin/reload
@@ -61,18 +67,19 @@ class Gateway:
         self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json", "/metrics"))
         self._loop: asyncio.AbstractEventLoop | None = None
         self._observe = None
+        self._jobs_api = None   # the /v1/jobs routes, built on their first request
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
         await start_shared()   # with several workers: listen for the others' scrapes
-        await seed_known_series(self.services)   # zeros for the configured label sets (observe/known.py)
-        admin = self.services.extras.get("admin")
+        await seed_known_series(self.services)   # zeros for the configured label sets (assemble/known_series.py)
+        admin = self.services.admin
         if admin is not None:
             admin.actions["reload"] = self._reload
         # the abuse signals' share of each decision (abuse/observe.py), when configured; else
         # the status page's per-tenant screening counts (control/status.py), when it is served
-        self._observe = self.services.extras.get("observe") or self.services.extras.get("status_tally")
+        self._observe = self.services.observe or self.services.status_tally
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
                              routes={"/v1/models": self._models})
@@ -133,7 +140,7 @@ class Gateway:
         elif path == "/openapi.json":
             if scope["method"] != "GET":
                 return False
-            from .http.openapi import openapi_document
+            from .openapi import openapi_document
 
             await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
         elif path == "/readyz":
@@ -149,12 +156,12 @@ class Gateway:
         elif path.startswith("/_mock/"):
             # the built-in mock's controls (stats, release, reset) on the gateway's own port,
             # when an upstream is builtin:mock (the quickstart); else route_denied as before
-            mock = self.services.extras.get("builtin_mock")
+            mock = self.services.builtin_mock
             if mock is None:
                 return False
             await mock(scope, receive, send)
         else:
-            admin = self.services.extras.get("admin")
+            admin = self.services.admin
             if admin is None:
                 await send_refusal(send, Refusal(Reason.route_denied, f"route {path} {_NOT_SERVED['/admin/']}"),
                                    self._next_id().encode())
@@ -168,12 +175,12 @@ class Gateway:
             await send_refusal(send, Refusal(Reason.budget_store_unavailable, "gateway is starting"),
                                self._next_id().encode())
             return
-        api = self.services.extras.get("jobs_api")
+        api = self._jobs_api
         if api is None:
             from .jobs.api import JobsApi
 
             identity = next(stage for stage in self.services.stages if stage.name == "identity")
-            api = self.services.extras["jobs_api"] = JobsApi(self.services.extras["jobs"], identity, self._finish)
+            api = self._jobs_api = JobsApi(self.services.jobs, identity, self._finish)
         await api(scope, receive, send, self._next_id())
 
     async def _readyz(self, send) -> None:

@@ -1,21 +1,43 @@
 """Everything a running gateway shares across requests, built once at start-up.
 
-Stages get this object in their factory and keep what they need; nothing here is looked
-up per request. Resources opened here are closed in reverse order at shutdown.
+The gateway's parts are assembled here, in one place: the clock, the upstream table, the
+decision log, then each stage in the declared order (stages/order.py), each builder
+handed this object and keeping what it needs. What one stage builds and another part
+uses (the key service, the budget admitter, the admin API...) is a typed attribute here,
+never a string-keyed lookup. Nothing here is looked up per request. Resources opened
+here are closed in reverse order at shutdown.
+
+A test builds a gateway with its own clock and stages through the same constructor:
+``Gateway(config, clock=fake, stages=order.replaced("screening", build_refuser))``.
 """
 
 from __future__ import annotations
 
-import importlib
+import inspect
 import logging
-from typing import Any, Awaitable, Callable
+import time
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from .config.schema import Config
 from .observe.decision_log import DecisionLog, open_decision_log
-from .pipeline.order import STAGE_FACTORIES, STAGE_ORDER
 from .pipeline.stage import Stage
+from .stages import order
 from .upstream.health import UpstreamHealth
 from .upstream.targets import TargetTable
+
+if TYPE_CHECKING:
+    from .abuse.engine import AbuseEngine
+    from .abuse.store import SignalStore
+    from .admin import AdminApi
+    from .assemble.identity import IdentityParts
+    from .budget.admission import Admitter
+    from .control.runtime import ControlRuntime
+    from .control.service import ControlOps
+    from .jobs.book import JobBook
+    from .keys.service import KeyService
+    from .keys.store import KeyStore
+    from .stages.s85_cache import CacheStage
+    from .tokenize.registry import TokenizerRegistry
 
 log = logging.getLogger("tokenward")
 
@@ -23,19 +45,46 @@ BUILTIN_MOCK = "builtin:mock"
 
 
 class Services:
-    def __init__(self, config: Config, inherited: "Services | None" = None) -> None:
+    def __init__(self, config: Config, inherited: "Services | None" = None,
+                 clock: Callable[[], float] | None = None,
+                 stages: Sequence[tuple[str, order.Builder]] | None = None) -> None:
         self.config = config
         # The services this one replaces on a reload: stages take over what lives in the
         # process (the memory budget store, the memory cache) from them.
         self.inherited = inherited
+        # wall-clock seconds for budgets, leases and controls; tests pass a fake one
+        self.clock: Callable[[], float] = clock if clock is not None else time.time
+        self._builders = tuple(stages) if stages is not None else order.STAGES
         self.targets: TargetTable | None = None
         self.health: UpstreamHealth | None = None
         self.decisions: DecisionLog | None = None
         self.stages: list[Stage] = []
-        # Set by stages' factories for others to use (keystore, budget store, ...).
-        self.extras: dict[str, Any] = {}
+        # Built by one stage's builder and used by other parts (set during start()):
+        self.tokenizers: TokenizerRegistry | None = None
+        self.keystore: KeyStore | None = None
+        self.keys: KeyService | None = None
+        self.identity: IdentityParts | None = None
+        self.admin: AdminApi | None = None            # only with admin.token_env set
+        self.budget: Admitter | None = None
+        self.jobs: JobBook | None = None
+        self.cache: CacheStage | None = None          # only with a cache section
+        self.control: ControlRuntime | None = None
+        self.control_ops: ControlOps | None = None
+        self.signal_store: SignalStore | None = None
+        self.abuse: AbuseEngine | None = None         # only with abuse signals configured
+        # the abuse signals' share of each decision record (abuse/observe.py)
+        self.observe: Callable[[Any], None] | None = None
+        # without abuse signals: the status page's per-tenant screening counts (control/status.py)
+        self.status_tally: Callable[[Any], None] | None = None
+        # the built-in mock's ASGI app, whose /_mock/* controls the gateway serves (app.py)
+        self.builtin_mock: Callable[..., Awaitable[None]] | None = None
         self._closers: list[Callable[[], Awaitable[None]]] = []
         self.ready = False
+
+    @property
+    def stage_names(self) -> frozenset[str]:
+        """The stages this gateway is built with (stages/order.py names)."""
+        return frozenset(slot for slot, _ in self._builders)
 
     def on_close(self, closer: Callable[[], Awaitable[None]]) -> None:
         self._closers.append(closer)
@@ -54,7 +103,7 @@ class Services:
 
     def _probe_stores(self) -> None:
         """/readyz probes the shared budget store (one cheap read), which every request needs."""
-        admitter = self.extras.get("budget")
+        admitter = self.budget
         store = admitter.shared.store if admitter is not None else None
         if store is not None and hasattr(store, "open_reservations") and admitter.shared.breaker is not None:
             key = f"{self.config.store.key_prefix}:readyz"
@@ -78,7 +127,7 @@ class Services:
             from .mock.server import start_mock, stop_mock
 
             server, port, mock_app = await start_mock("127.0.0.1", 0)
-            self.extras["builtin_mock"] = mock_app   # its /_mock/* controls, served on the gateway's port (app.py)
+            self.builtin_mock = mock_app   # its /_mock/* controls, served on the gateway's port (app.py)
 
             async def close_mock() -> None:
                 await stop_mock(server)
@@ -89,17 +138,11 @@ class Services:
         return urls
 
     async def _build_stages(self) -> list[Stage]:
-        stages = []
-        for slot in STAGE_ORDER:
-            spec = STAGE_FACTORIES.get(slot)
-            if spec is None:
-                continue
-            module_name, factory_name = spec.split(":")
-            factory = getattr(importlib.import_module(module_name), factory_name)
+        stages: list[Stage] = []
+        for slot, build in self._builders:
             try:
-                stage = factory(self)
-                if hasattr(stage, "__await__"):
-                    stage = await stage
+                built = build(self)
+                stage = await built if inspect.isawaitable(built) else built
             except Exception as exc:
                 _name_the_store(slot, self.config, exc)
                 raise

@@ -15,13 +15,21 @@ order is kept. ``abort()`` may still be called directly: it drops unwritten data
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 import weakref
+from typing import Final, Literal
 
 log = logging.getLogger("tokenward.writes")
 
-_CLOSE = None
-_EOF = object()  # half-close marker
+
+class _Mark(enum.Enum):
+    EOF = "eof"   # half-close marker
+
+
+_CLOSE: Final = None
+_EOF: Final = _Mark.EOF
+
 # Past this many queued bytes the batch is written at once: a sender that never yields
 # must still meet the transports' flow control (pause_writing) rather than queue here.
 FLUSH_BYTES = 262_144
@@ -32,7 +40,7 @@ class WriteBatch:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._pending: list[tuple[asyncio.BaseTransport, object]] = []
+        self._pending: list[tuple[asyncio.WriteTransport, bytes | None | Literal[_Mark.EOF]]] = []
         self._scheduled = False
         self._bytes = 0
 
@@ -45,7 +53,7 @@ class WriteBatch:
             self._scheduled = True
             self._loop.call_soon(self.flush)
 
-    def close(self, transport: asyncio.BaseTransport) -> None:
+    def close(self, transport: asyncio.WriteTransport) -> None:
         """Close once the writes queued before it are handed to the transport."""
         self._pending.append((transport, _CLOSE))
         if not self._scheduled:
@@ -72,10 +80,10 @@ class WriteBatch:
                 if data is _CLOSE:
                     transport.close()
                 elif data is _EOF:
-                    if transport.can_write_eof():  # type: ignore[attr-defined]
-                        transport.write_eof()  # type: ignore[attr-defined]
+                    if transport.can_write_eof():
+                        transport.write_eof()
                 else:
-                    transport.write(data)  # type: ignore[attr-defined]
+                    transport.write(data)
             except Exception:  # one broken transport must not cost the others their writes
                 log.exception("write to a transport failed")
                 transport.abort()

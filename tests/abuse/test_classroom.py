@@ -40,8 +40,8 @@ async def _classroom(gw, clock: Clock, exempt: bool, exempt_for: str = "30d"):
         resp = await gw.client.post("/v1/chat/completions", json=_prompt(name),
                                     headers={"authorization": f"Bearer {key}", "x-forwarded-for": "192.0.2.10"})
         statuses.append(resp.status_code)
-    await observed(gw.extras["abuse"], len(STUDENTS))
-    taken = await gw.extras["abuse"].flush()
+    await observed(gw.services.abuse, len(STUDENTS))
+    taken = await gw.services.abuse.flush()
     return statuses, taken, keys
 
 
@@ -52,7 +52,7 @@ async def test_classroom_under_an_exemption_is_not_acted_on(tmp_path, backend):
         statuses, taken, _ = await _classroom(gw, clock, exempt=True)
         assert statuses == [200] * 30
         assert taken == []
-        assert [c.kind for c in gw.extras["control"].view.controls] == ["exempt"]
+        assert [c.kind for c in gw.services.control.view.controls] == ["exempt"]
         assert ENFORCEMENT.exempted["campaign"] == before + 1   # the signal fired; the exemption held it
         assert not [a for a in await gw.audit() if a["action"].startswith("abuse:") and a["action"] != "abuse:exempt"]
 

@@ -28,7 +28,7 @@ async def test_batches_fail_quietly_and_recover(tmp_path, backend, redis_server,
         errors = ENFORCEMENT.store_errors
         redis_server.stop()
         try:
-            gw.extras["abuse"].observer.buffer.append(OBSERVED)
+            gw.services.abuse.observer.buffer.append(OBSERVED)
             for _ in range(100):
                 if ENFORCEMENT.store_errors > errors:
                     break
@@ -46,7 +46,7 @@ async def test_batches_fail_quietly_and_recover(tmp_path, backend, redis_server,
         for _ in range(100):
             if any("work again" in r.getMessage() for r in caplog.records):
                 break
-            gw.extras["abuse"].observer.buffer.append(OBSERVED)
+            gw.services.abuse.observer.buffer.append(OBSERVED)
             await asyncio.sleep(0.05)
         assert any("work again" in r.getMessage() for r in caplog.records)
         for _ in range(100):   # the budget's breaker lets a probe through and closes

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable
+from typing import Any, AsyncIterator, Callable, Sequence
 
 import httpx
 
@@ -18,11 +18,12 @@ from tests.fixtures.processes import stop_process
 import orjson
 import yaml
 
+from tests import support
 from tests.support import start_app, stop_app
 from tokenward.app import Gateway
 from tokenward.budget.limits import tenant_namespace
 from tokenward.config.loader import parse_config
-from tokenward.mock import start_mock, stop_mock
+from tokenward.stages.order import Builder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,43 +51,12 @@ def budget_config(tmp_path: Path, mock_port: int, store_url: str = "memory", *, 
 
 
 def chat(content: str = "hi", max_tokens: int = 100_000, **extra: Any) -> dict:
-    return {"model": "small-chat", "messages": [{"role": "user", "content": content}], "max_tokens": max_tokens,
-            **extra}
+    """tests/support.py's chat, asking for more than any plan allows (the gateway clamps it)."""
+    return support.chat(content=content, max_tokens=max_tokens, **extra)
 
 
-class Backend:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10.0)
-
-    async def stats(self) -> dict:
-        return (await self.client.get("/_mock/stats")).json()
-
-    async def requests(self) -> int:
-        """Requests for work; a gateway's readiness probes (GET /v1/models) are not work."""
-        stats = await self.stats()
-        return stats["requests"] - stats["by_path"].get("/v1/models", 0)
-
-    async def release(self, name: str) -> int:
-        return (await self.client.post("/_mock/release", json={"name": name})).json()["released"]
-
-    async def wait_held(self, count: int, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while (await self.stats())["held"] < count:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"backend never held {count}: {await self.stats()}")
-            await asyncio.sleep(0.02)
-
-
-@contextlib.asynccontextmanager
-async def backend() -> AsyncIterator[Backend]:
-    server, port, _ = await start_mock("127.0.0.1", 0)
-    b = Backend(port)
-    try:
-        yield b
-    finally:
-        await b.client.aclose()
-        await stop_mock(server)
+Backend = support.MockBackend
+backend = support.mock_backend
 
 
 class InProcess:
@@ -98,14 +68,14 @@ class InProcess:
 
     @property
     def admitter(self):
-        return self.gateway.services.extras["budget"]
+        return self.gateway.services.budget
 
     @property
     def store(self):
         return self.admitter.shared.store
 
     async def new_key(self, tenant: str = "acme") -> dict[str, str]:
-        plaintext, _ = await self.gateway.services.extras["keys"].create(tenant)
+        plaintext, _ = await self.gateway.services.keys.create(tenant)
         return {"authorization": f"Bearer {plaintext}"}
 
     def decisions(self) -> list[dict]:
@@ -139,11 +109,10 @@ class InProcess:
 
 
 @contextlib.asynccontextmanager
-async def in_process(config_path: Path, clock: Callable[[], float] | None = None) -> AsyncIterator[InProcess]:
+async def in_process(config_path: Path, clock: Callable[[], float] | None = None,
+                     stages: Sequence[tuple[str, Builder]] | None = None) -> AsyncIterator[InProcess]:
     config = parse_config(config_path.read_text(), environ={})
-    gateway = Gateway(config)
-    if clock is not None:
-        gateway.services.extras["clock"] = clock
+    gateway = Gateway(config, clock=clock, stages=stages)
     server, port = await start_app(gateway)
     running = InProcess(gateway, port, Path(config.logging.decisions))
     try:

@@ -16,6 +16,7 @@ from tokenward.budget.limits import tenant_namespace
 from tokenward.budget.policy import SCALE
 from tokenward.errors import Reason, Refusal
 from tokenward.pipeline.stage import BaseStage
+from tokenward.stages import order
 
 from .conftest import FakeClock
 from .gateway_helpers import backend, budget_config, chat, in_process
@@ -40,14 +41,11 @@ def build_refuser(services):
 
 
 @pytest.fixture(params=["memory", "redis"])
-async def gw(request, tmp_path, monkeypatch):
-    from tokenward.pipeline import order
-
-    monkeypatch.setitem(order.STAGE_FACTORIES, "screening", f"{__name__}:build_refuser")
+async def gw(request, tmp_path):
     url = "memory" if request.param == "memory" else request.getfixturevalue("redis_server").url
     async with backend() as mock:
         config = budget_config(tmp_path, mock.port, url, tpm=TPM, max_output=200)
-        async with in_process(config, clock=FakeClock()) as running:
+        async with in_process(config, clock=FakeClock(), stages=order.replaced("screening", build_refuser)) as running:
             running.mock = mock
             running.key = await running.new_key()
             yield running
@@ -148,7 +146,7 @@ async def test_backend_unreachable_refunds_everything(tmp_path):
     async with backend() as mock:
         port = mock.port
     config = budget_config(tmp_path, port, "memory", tpm=TPM)   # nothing listens there any more
-    async with in_process(config, clock=FakeClock()) as running:
+    async with in_process(config, clock=FakeClock(), stages=order.replaced("screening", build_refuser)) as running:
         key = await running.new_key()
         resp = await running.client.post("/v1/chat/completions", json=chat(), headers=key)
         assert resp.status_code == 502 and resp.json()["error"]["code"] == "upstream_unavailable"
@@ -173,7 +171,7 @@ async def test_a_backend_lost_after_the_request_was_sent_keeps_the_charge(tmp_pa
     port = server.sockets[0].getsockname()[1]
     try:
         config = budget_config(tmp_path, port, "memory", tpm=TPM)
-        async with in_process(config, clock=FakeClock()) as running:
+        async with in_process(config, clock=FakeClock(), stages=order.replaced("screening", build_refuser)) as running:
             key = await running.new_key()
             resp = await running.client.post("/v1/chat/completions", json=chat(), headers=key)
             assert resp.status_code == 502 and resp.json()["error"]["code"] == "upstream_unavailable"

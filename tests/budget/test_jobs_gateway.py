@@ -135,7 +135,7 @@ async def test_a_job_budgeted_in_usd_is_charged_what_its_requests_cost(tmp_path,
         path = config(tmp_path, mock.port, store_url, jobs=plan,
                       models={"free-chat": {"upstream": "mock", "context_window": 32768}})
         async with in_process(path, clock=clock) as gw:
-            plaintext, record = await gw.gateway.services.extras["keys"].create("acme")
+            plaintext, record = await gw.gateway.services.keys.create("acme")
             key = {"authorization": f"Bearer {plaintext}"}
             ns = tenant_namespace("tw", "acme")
             job = await new_job(gw, key, budget_usd=0.0002)

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 
 from tokenward.cache.entry import StreamAssembly, from_body
 from tokenward.cache.key import cache_key
-from tokenward.upstream.chunks import parsed
-from tokenward.upstream.sse import SseEvent
+from tokenward.wire.chunks import parsed
+from tokenward.wire.sse import SseEvent
 
 SECRET = b"s" * 32
 

@@ -1,4 +1,4 @@
-"""``check-config`` and ``serve`` refuse exactly the same configs (config/verify.py).
+"""``check-config`` and ``serve`` refuse exactly the same configs (cli/check.py).
 
 Each file in verify_cases/ has a config that loads (its shape, ranges and references are
 fine) but that start-up would refuse; its first line is the exact message. ``check-config``
@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import tokenward.cli.serve
 from tokenward.cli.main import app
 from tokenward.config import load_config, parse_config
-from tokenward.config.verify import verify_config
+from tokenward.cli.check import verify_config
 from tokenward.errors import ConfigError
 
 CASES = sorted((Path(__file__).parent / "verify_cases").glob("*.yaml"))

@@ -18,6 +18,7 @@ from tests.budget.conftest import FakeClock
 from tests.support import start_app, stop_app
 from tokenward.app import Gateway
 from tokenward.config.loader import parse_config
+from tokenward.services import Services
 
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 
@@ -32,11 +33,11 @@ class Running:
         self.client = client
 
     @property
-    def extras(self) -> dict:
-        return self.gateway.services.extras
+    def services(self) -> Services:
+        return self.gateway.services
 
     async def new_key(self, tenant: str = "acme") -> str:
-        plaintext, _ = await self.extras["keys"].create(tenant)
+        plaintext, _ = await self.services.keys.create(tenant)
         return plaintext
 
     async def admin(self, path: str, body: dict | None = None) -> httpx.Response:
@@ -53,9 +54,7 @@ async def gateway(config_path: Path, clock: Callable[[], float] | None = None,
                   environ: dict[str, str] | None = None) -> AsyncIterator[Running]:
     env = {**os.environ, ADMIN_TOKEN_ENV: ADMIN_TOKEN, **(environ or {})}
     config = parse_config(config_path.read_text(), env)
-    gw = Gateway(config)
-    if clock is not None:
-        gw.services.extras["clock"] = clock
+    gw = Gateway(config, clock=clock)
     old = os.environ.get(ADMIN_TOKEN_ENV)
     os.environ[ADMIN_TOKEN_ENV] = ADMIN_TOKEN
     try:

@@ -89,7 +89,7 @@ async def test_every_metric_they_use_is_exported(tmp_path, backend):
 
 async def test_a_fresh_gateway_exports_every_metric_they_use(tmp_path, backend):
     """Issue 31 item 7: before any request, every metric the dashboard and the alerts name
-    has a sample (zeros for the label sets the configuration fixes: observe/known.py), so
+    has a sample (zeros for the label sets the configuration fixes: assemble/known_series.py), so
     no panel says "No data". A separate process: this one's metrics saw other tests."""
     from tests.identity.conftest import ADMIN_TOKEN, ADMIN_TOKEN_ENV
     from tests.support import spawn_gateway

@@ -93,7 +93,7 @@ async def test_gateway_keeps_serving_after_disconnects(any_gw, mock):
 
 
 async def test_own_protocol_notices_disconnects_without_a_watcher_task(gw, mock, monkeypatch):
-    from tokenward.http.disconnect import DisconnectWatch
+    from tokenward.pipeline.disconnect import DisconnectWatch
 
     watchers = []
     original = DisconnectWatch._watch

@@ -19,7 +19,7 @@ from tests.fixtures.redis_server import redis_server, redis_server_session  # no
 from tokenward.app import Gateway
 from tokenward.config.loader import parse_config
 from tokenward.mock import start_mock, stop_mock
-from tests.support import start_app, stop_app
+from tests.support import MockBackend, chat, mock_backend, start_app, stop_app  # noqa: F401 (chat: re-exported)
 
 ADMIN_TOKEN_ENV = "TW_TEST_ADMIN_TOKEN"
 ADMIN_TOKEN = "admin-secret-for-tests-0123456789"
@@ -58,12 +58,6 @@ BASE_CONFIG: dict[str, Any] = {
 }
 
 
-def chat(model: str = "small-chat", **extra: Any) -> dict:
-    body = {"model": model, "messages": [{"role": "user", "content": "hello"}], "max_tokens": 8}
-    body.update(extra)
-    return body
-
-
 def bearer(key: str) -> dict[str, str]:
     return {"authorization": f"Bearer {key}"}
 
@@ -94,11 +88,11 @@ class RunningGateway:
 
     @property
     def keys(self):
-        return self.gateway.services.extras["keys"]
+        return self.gateway.services.keys
 
     @property
     def identity(self):
-        return self.gateway.services.extras["identity"]
+        return self.gateway.services.identity
 
     async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
         plaintext, _ = await self.keys.create(tenant, **kwargs)
@@ -134,31 +128,13 @@ async def run_gateway(config_path: Path, environ: dict[str, str] | None = None) 
         await running.stop()
 
 
-class Backend:
-    def __init__(self, port: int) -> None:
-        self.port = port
-        self.client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5.0)
-
-    async def stats(self) -> dict:
-        resp = await self.client.get("/_mock/stats")
-        return resp.json()
-
-    async def requests(self) -> int:
-        return (await self.stats())["requests"]
-
-    async def last_body(self) -> Any:
-        return (await self.stats())["last_request"]["body"]
+Backend = MockBackend
 
 
 @pytest.fixture
-async def backend() -> AsyncIterator[Backend]:
-    server, port, _app = await start_mock("127.0.0.1", 0)
-    backend = Backend(port)
-    try:
-        yield backend
-    finally:
-        await backend.client.aclose()
-        await stop_mock(server)
+async def backend() -> AsyncIterator[MockBackend]:
+    async with mock_backend() as running:
+        yield running
 
 
 @pytest.fixture

@@ -6,9 +6,15 @@ from typing import Any
 
 import orjson
 
+from tests.support import chat as support_chat
+
 
 def chat(content: str = "hello there world", **extra: Any) -> dict[str, Any]:
-    return {"model": "small-chat", "messages": [{"role": "user", "content": content}], **extra}
+    """tests/support.py's chat with no output bound unless one is given (the mock needs none)."""
+    body = support_chat(content=content, **extra)
+    if "max_tokens" not in extra:
+        del body["max_tokens"]
+    return body
 
 
 def sse_events(text: str) -> list[Any]:

@@ -52,7 +52,7 @@ async def test_readyz_is_cheap_on_the_store_while_polled(redis_server):
     """Polled in a tight loop, the store is probed about once a second, not once a poll."""
     extra = f'store: {{url: "{redis_server.url}"}}\n'
     async with mock_backend() as mock, gateway_in_process(base_config(mock.url, extra=extra)) as gw:
-        store = gw.gateway.services.extras["budget"].shared.store
+        store = gw.gateway.services.budget.shared.store
         async with gw.client() as client:
             await _ready_within(client, gw.url, 200, 5)
             trips = store.round_trips

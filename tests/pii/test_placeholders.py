@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenward.pii.placeholders import Masker
-from tokenward.upstream.sse import SseEvent
+from tokenward.wire.sse import SseEvent
 
 
 def masked(text: str, spans, restore: bool = True) -> tuple[str, Masker]:

@@ -225,7 +225,7 @@ class Marking:
         return body + self.tag
 
     def events(self, events):
-        from tokenward.upstream.sse import SseEvent
+        from tokenward.wire.sse import SseEvent
 
         return [SseEvent(e.raw.rstrip(b"\n") + self.tag + b"\n\n") for e in events]
 
@@ -287,7 +287,7 @@ async def test_the_forwarder_writes_through_the_transforms():
         sent.append(message)
 
     async def forward(ctx):
-        from tokenward.upstream.sse import SseEvent
+        from tokenward.wire.sse import SseEvent
 
         await ctx.outbound.start_stream(200, [])
         await ctx.outbound.events([SseEvent(b"data: 1\n\n")])

@@ -8,7 +8,7 @@ import pytest
 from tokenward.reconcile.stream_usage import DONE, ERROR, MALFORMED, OTHER, TOKENS, USAGE_ONLY, StreamUsage
 from tokenward.reconcile.usage import Usage
 from tokenward.tokenize.registry import build_counter
-from tokenward.upstream.sse import SseEvent
+from tokenward.wire.sse import SseEvent
 
 
 class Account(StreamUsage):

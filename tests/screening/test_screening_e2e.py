@@ -306,6 +306,8 @@ async def test_screener_scores_are_exposed_as_a_histogram(gw, mock):
 
     from tokenward.observe.metrics import METRICS
 
+    blocked = ("injection", "heuristic", "block", "false")
+    before = METRICS.screening[blocked]
     await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=30, messages=said("hi"))
     with pytest.raises(openai.BadRequestError):
         await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=30, messages=said(ATTACK))
@@ -321,7 +323,7 @@ async def test_screener_scores_are_exposed_as_a_histogram(gw, mock):
     assert count and float(count[0].split()[-1]) >= 2
     assert float(top[0].split()[-1]) == float(count[0].split()[-1])
     assert float(low[0].split()[-1]) < float(top[0].split()[-1])      # the attack is counted high
-    assert METRICS.screening[("injection", "heuristic", "block", "false")] >= 1
+    assert METRICS.screening[blocked] == before + 1
     assert 'tokenward_screening_total{detector="heuristic",kind="injection",outcome="block",shadow="false"}' in exposed
 
 
@@ -367,6 +369,10 @@ async def test_graded_policy_block_restrict_and_pass(gw, mock):
 
 
 async def test_shadow_decides_and_records_but_changes_no_response(gw, mock):
+    from tokenward.observe.metrics import METRICS
+
+    shadow_blocks = ("injection", "heuristic", "block", "true")
+    before = METRICS.screening[shadow_blocks]
     plain = await client(gw, "none").chat.completions.create(model="small-chat", max_tokens=20,
                                                              messages=said(ATTACK + " " + TEXT))
     shadowed = await client(gw, "shadow").chat.completions.create(model="small-chat", max_tokens=20,
@@ -376,9 +382,7 @@ async def test_shadow_decides_and_records_but_changes_no_response(gw, mock):
     screened = gw.decisions()[-1]["screening"]
     assert screened["injection"]["shadow"] and screened["injection"]["outcome"] == "block"
     assert screened["pii"]["shadow"] and screened["pii"]["outcome"] == "block"
-    from tokenward.observe.metrics import METRICS
-
-    assert METRICS.screening[("injection", "heuristic", "block", "true")] >= 1
+    assert METRICS.screening[shadow_blocks] == before + 1
 
 
 async def test_a_hanging_screener_fails_closed_within_its_budget(gw, mock):

@@ -9,7 +9,7 @@ import pytest
 
 from tests.upstream.test_client import serve, wait_eof
 from tokenward.upstream.client import UpstreamTooLarge
-from tokenward.upstream.sse import SseSplitter
+from tokenward.wire.sse import SseSplitter
 
 
 def _body_handler(head: bytes, body: bytes, closed: asyncio.Future, repeat: int = 1):

@@ -77,7 +77,7 @@ async def test_a_mangling_backend_gets_the_client_a_pass_through_or_a_clean_502_
                 return resp.status_code, resp.json()["error"]["code"]
 
             results = await asyncio.gather(*(one(i) for i in range(150)))
-            admitter = gw.gateway.services.extras["budget"]
+            admitter = gw.gateway.services.budget
             assert not admitter.keeper.open                    # every reservation settled
             await asyncio.sleep(0.05)   # a connection dropped with its last answer closes now
             stats = gw.gateway.services.targets.pools["mock"].stats

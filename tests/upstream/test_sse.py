@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tokenward.upstream.sse import SseSplitter
+from tokenward.wire.sse import SseSplitter
 
 EVENTS = [b'data: {"a": 1}\n\n', b": ping\n\n", b'data: {"b":\ndata: 2}\n\n', b"event: x\r\ndata: y\r\n\r\n",
           b"data: [DONE]\n\n"]

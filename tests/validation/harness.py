@@ -2,7 +2,7 @@
 
 Every bound of the ``lab`` plan is small so a test can send a request exactly at the
 limit (the control that gets through) and one past it. Keys are created through the
-identity stage's key service (``services.extras["keys"]``), the same path as the CLI.
+identity stage's key service (``services.keys``), the same path as the CLI.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import orjson
 import yaml
 
 from tests.support import MockBackend, RunningGateway
+from tests.support import chat as support_chat
 
 LAB_PLAN: dict[str, Any] = {
     "models": ["small-chat", "tik-chat", "tiny-window"],
@@ -79,7 +80,7 @@ def lab_config(mock_url: str, tmp_path: Path, **lab_overrides: Any) -> str:
 
 
 async def create_keys(gateway: Any, tenants: tuple[str, ...] = ("lab", "strict", "narrow")) -> dict[str, str]:
-    keys = gateway.services.extras["keys"]
+    keys = gateway.services.keys
     return {tenant: (await keys.create(tenant, name=f"validation-{tenant}"))[0] for tenant in tenants}
 
 
@@ -126,7 +127,8 @@ class Client:
 
 
 def chat(content: Any = "hello there", model: str = "small-chat", **extra: Any) -> dict:
-    return {"model": model, "messages": [{"role": "user", "content": content}], "max_tokens": 8, **extra}
+    """tests/support.py's chat, content first (these tests vary the content)."""
+    return support_chat(model, content, **extra)
 
 
 def completion(prompt: Any = "hello", model: str = "small-chat", **extra: Any) -> dict:

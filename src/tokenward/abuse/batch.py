@@ -31,7 +31,7 @@ class Acc:
 
 def _capabilities(obs: tuple) -> tuple[str, ...]:
     model = obs[MODEL]
-    caps = ("model:" + model,) if model else ()
+    caps: tuple[str, ...] = ("model:" + model,) if model else ()
     if obs[TOOLS]:
         caps += ("tools",)
     if obs[STREAM]:

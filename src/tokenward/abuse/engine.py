@@ -14,7 +14,7 @@ import os
 import time
 from typing import Any, Callable
 
-from ..config.schema import Config
+from ..config.schema import AbuseConfig, Config
 from ..control.metrics import ENFORCEMENT
 from ..control.model import Control
 from .batch import aggregate
@@ -56,8 +56,9 @@ def near_duplicates(owners: list[str], bands: list) -> dict[str, tuple[int, int]
 class AbuseEngine:
     def __init__(self, config: Config, store: Any, ops: Any, runtime: Any, clock: Callable[[], float] = time.time
                  ) -> None:
-        self.cfg = config.abuse
-        assert self.cfg is not None
+        cfg = config.abuse
+        assert cfg is not None
+        self.cfg: AbuseConfig = cfg
         self.hash_env = self.cfg.hash_key_env or config.logging.hash_key_env
         self.params = params_of(self.cfg)
         self.observer = Observer(clock, self.cfg.max_buffer, self.cfg.network_header)
@@ -112,10 +113,12 @@ class AbuseEngine:
                     log.warning("abuse signal batches work again")
                 self._failing = False
 
-    def _source(self, source: object) -> str | None:
-        if source.__class__ is bytes:   # the proxy header's value
-            return self._network.of(client_address(source))   # type: ignore[arg-type,union-attr]
-        return self._network.of(source)   # type: ignore[arg-type,union-attr]
+    def _source(self, source: bytes | str | None) -> str | None:
+        network = self._network
+        assert network is not None   # start() sets it, before the first batch
+        if isinstance(source, bytes):   # the proxy header's value
+            return network.of(client_address(source))
+        return network.of(source)   # the peer's address (or None)
 
     async def flush(self) -> list[Control]:
         """Send what was observed since the last batch; the actions it led to."""
@@ -143,10 +146,10 @@ class AbuseEngine:
         raws = await self.store.observe(calls, now, self.params)
         campaign = await self._campaign(keys, now)
         by_tenant: dict[str, tuple[int, int]] = {}
-        for key_id, found in campaign.items():
+        for key_id, sizes in campaign.items():
             tenant = keys[key_id].tenant
             best = by_tenant.get(tenant, (0, 0))
-            by_tenant[tenant] = (max(best[0], found[0]), max(best[1], found[1]))
+            by_tenant[tenant] = (max(best[0], sizes[0]), max(best[1], sizes[1]))
         proposals: list[Proposal] = []
         for call, raw in zip(calls, raws):
             kind, _, name = call.subject.partition(":")

@@ -7,13 +7,21 @@ agree on which networks a key has used (secret.py).
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import ipaddress
-from typing import Iterable
+from typing import Final
 
 V4_PREFIX, V6_PREFIX = 24, 48
 _V4_MASK = (1 << 32) - (1 << (32 - V4_PREFIX))
 _V6_MASK = (1 << 128) - (1 << (128 - V6_PREFIX))
+
+
+class _Miss(enum.Enum):
+    MISS = "miss"
+
+
+_MISS: Final = _Miss.MISS   # not in the cache (None is a cached answer: not an address)
 
 
 def prefix_bytes(address: str) -> bytes | None:
@@ -42,9 +50,9 @@ class NetworkHasher:
     def of(self, address: str | None) -> str | None:
         if not address:
             return None
-        cached = self._cache.get(address, False)
-        if cached is not False:
-            return cached  # type: ignore[return-value]
+        cached = self._cache.get(address, _MISS)
+        if cached is not _MISS:
+            return cached
         prefix = prefix_bytes(address)
         value = None
         if prefix is not None:
@@ -68,10 +76,3 @@ def client_address(header_value: bytes | None) -> str | None:
     if first.count(":") == 1 and "." in first:   # "1.2.3.4:5678"
         first = first.split(":", 1)[0]
     return first or None
-
-
-def header_of(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes | None:
-    for key, value in headers:
-        if key == name:
-            return value
-    return None

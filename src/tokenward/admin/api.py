@@ -26,7 +26,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Literal, overload
 from urllib.parse import parse_qs
 
 import msgspec
@@ -62,6 +62,10 @@ def _refusal(reason: Reason, message: str, param: str | None = None) -> _Problem
     return _Problem(reason.status, envelope(reason, message, param), reason.name)
 
 
+@overload
+def _text(body: dict, name: str, required: Literal[True]) -> str: ...
+@overload
+def _text(body: dict, name: str, required: bool = False) -> str | None: ...
 def _text(body: dict, name: str, required: bool = False) -> str | None:
     value = body.get(name)
     if value is None and not required:
@@ -80,6 +84,10 @@ def _names(body: dict, name: str) -> list[str] | None:
     return value
 
 
+@overload
+def _duration(body: dict, name: str, required: Literal[True]) -> float: ...
+@overload
+def _duration(body: dict, name: str, required: bool) -> float | None: ...
 def _duration(body: dict, name: str, required: bool) -> float | None:
     value = body.get(name)
     if value is None:

@@ -13,9 +13,7 @@ kept on the layout. Every failure is raised as ``StoreUnavailable``.
 
 from __future__ import annotations
 
-import hashlib
 import struct
-from importlib import resources
 from typing import Sequence
 
 from . import policy
@@ -23,30 +21,8 @@ from .policy import Check, Outcome
 from .cluster import ClusterRouter, is_cluster_reply
 from .redis_jobs import RedisJobs, decode_job
 from .resp import RedisPyConnections, RespClient, ScriptMissing, SingleFlight, _bulk, pack
+from .scripts import RESERVE, SCRIPTS, SETTLE, SWEEP
 from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
-
-
-def _load(name: str) -> bytes:
-    return resources.files("tokenward.budget").joinpath("lua").joinpath(name).read_bytes()
-
-
-class Script:
-    __slots__ = ("source", "sha", "head")
-
-    def __init__(self, name: str) -> None:
-        # Redis scripts cannot import: the shared helpers are prepended to each one.
-        self.source = _load("state.lua") + _load(name)
-        self.sha = hashlib.sha1(self.source).hexdigest().encode()
-        self.head = b"$7\r\nEVALSHA\r\n$40\r\n" + self.sha + b"\r\n"
-
-
-RESERVE = Script("reserve.lua")
-SETTLE = Script("settle.lua")
-SWEEP = Script("sweep.lua")
-JOB_CREATE = Script("job_create.lua")
-JOB_CLOSE = Script("job_close.lua")
-JOB_DISPATCH = Script("job_dispatch.lua")
-SCRIPTS = (RESERVE, SETTLE, SWEEP, JOB_CREATE, JOB_CLOSE, JOB_DISPATCH)
 
 
 def _script_loads() -> bytes:

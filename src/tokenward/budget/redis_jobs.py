@@ -14,6 +14,7 @@ from typing import Sequence
 
 from .policy import JobValue
 from .resp import _bulk, pack
+from .scripts import JOB_CLOSE, JOB_CREATE, JOB_DISPATCH
 from .store import JobCreate, JobRecord
 
 _JOB = struct.Struct("<Bdddddddd")
@@ -34,7 +35,6 @@ class RedisJobs:
     async def run_keyed(self, items: list[tuple[str, bytes]]) -> list: ...  # RedisStore's
 
     async def create_job(self, call: JobCreate) -> tuple[int, int]:
-        from .redis import JOB_CREATE
 
         limits = call.limits
         args = [call.now_ms, call.job_id, call.deadline_ms, call.budget, limits.per_minute,  # type: ignore[attr-defined]
@@ -45,7 +45,6 @@ class RedisJobs:
         return int(reply[0]), int(reply[1])
 
     async def close_jobs(self, namespace: str, jobs: Sequence[tuple[str, int, int]], state: int) -> int:
-        from .redis import JOB_CLOSE
 
         if not jobs:
             return 0
@@ -56,7 +55,6 @@ class RedisJobs:
         return int(reply)
 
     async def dispatch(self, namespace: str, reservation_id: str, chain: Sequence[str], now_ms: int) -> int:
-        from .redis import JOB_DISPATCH
 
         [reply] = await self.run_keyed([(namespace, _script(JOB_DISPATCH.head, (namespace,),
                                                             (now_ms, reservation_id, *chain)))])

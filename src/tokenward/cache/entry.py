@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from ..upstream.chunks import Chunk
-from ..upstream.sse import SseEvent
+from ..wire.chunks import Chunk
+from ..wire.sse import SseEvent
 
 _encode = msgspec.json.encode
 
@@ -83,7 +83,7 @@ class CacheEntry(msgspec.Struct, omit_defaults=True):
             if self.chat:
                 out.append(event({"index": c.index, "delta": {"role": "assistant", "content": ""},
                                   "finish_reason": None}))
-                delta = {k: v for k, v in (("content", c.content), ("refusal", c.refusal),
+                delta: dict[str, object] = {k: v for k, v in (("content", c.content), ("refusal", c.refusal),
                                            ("reasoning_content", c.reasoning_content)) if v}
                 if c.tool_calls:
                     delta["tool_calls"] = [{"index": i, **call} for i, call in enumerate(c.tool_calls)]
@@ -137,7 +137,7 @@ def from_body(body: bytes, max_tokens: int | None) -> CacheEntry | None:
 
 
 class StreamAssembly:
-    """A streamed answer put back together from its chunks (the typed view, upstream/chunks.py)."""
+    """A streamed answer put back together from its chunks (the typed view, wire/chunks.py)."""
 
     __slots__ = ("chat", "model", "_choices", "_parts")
 

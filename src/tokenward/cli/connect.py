@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+from typing import Any
 
 from ..config.schema import Config
-from ..config.stores import probe, redact_url, stores_of
+from ..config.stores import Store, failure, redact_url, stores_of
 
 _TIMEOUT_S = 5.0
 
@@ -93,3 +94,58 @@ async def _upstream(name: str, up) -> tuple[str | None, str]:
     if not 200 <= reply.status_code < 300:
         return f"the {where} answered {reply.status_code} to GET {up.health_path}", ""
     return None, f"{where}: ok"
+
+
+# One cheap request to each store, as serve's start-up would make (check-config --connect).
+async def probe(store: Store, cfg: Config, timeout: float = 5.0) -> str | None:
+    """None when the store answers one cheap request, else the failure line."""
+    try:
+        await asyncio.wait_for(_ping(store, cfg), timeout)
+    except asyncio.TimeoutError:
+        return f"cannot reach the {store.name} at {redact_url(store.url)}: no answer within {timeout:g} s"
+    except Exception as exc:  # whatever the driver raises: said in one line, never a traceback
+        return failure(store, exc)
+    return None
+
+
+async def _ping(store: Store, cfg: Config) -> Any:
+    if store.name == "key store":
+        from ..keys.store import open_keystore
+
+        if _sqlite_not_made_yet(store.url):
+            return None   # start-up makes it; a probe must not
+
+        keys = await open_keystore(store.url)
+        try:
+            return await keys.get("tw-connect-probe")
+        finally:
+            await keys.close()
+    from ..budget.redis import RedisStore
+
+    redis = RedisStore(store.url, max(cfg.store.timeout_ms / 1000, 1.0), cfg.store.client)
+    try:
+        return await redis.open_reservations(f"{cfg.store.key_prefix}:connect-probe")
+    finally:
+        await redis.close()
+
+
+def _sqlite_not_made_yet(url: str) -> bool:
+    """A SQLite file that does not exist yet, where start-up can make it (its folders too,
+    keys/sql.py); one it could not make raises, as opening it at start-up would fail."""
+    import os
+    from pathlib import Path
+
+    scheme, _, rest = url.partition("://")
+    if scheme.split("+", 1)[0] != "sqlite":
+        return False
+    path = Path(rest[1:].split("?", 1)[0])
+    if not rest[1:] or path.name == ":memory:" or path.exists():
+        return False
+    folder = path.parent
+    while not folder.exists():
+        folder = folder.parent
+    if not folder.is_dir():
+        raise NotADirectoryError(20, f"{folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(13, f"the folder {folder} is not writable")
+    return True

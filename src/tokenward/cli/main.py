@@ -26,8 +26,8 @@ app.command("lab")(lab)
 
 def _load_or_exit(path: Path):
     """The config, loaded and verified exactly as ``serve`` and ``check-config`` both need
-    (config/verify.py); else ``FILE: path: message`` on stderr and exit 2."""
-    from ..config.verify import verify_config
+    (cli/check.py); else ``FILE: path: message`` on stderr and exit 2."""
+    from .check import verify_config
 
     try:
         cfg = load_config(path)
@@ -67,7 +67,7 @@ def serve(
 
 
 def _workers_fit_store(cfg, workers: int) -> None:
-    from ..config.verify import check_workers
+    from .check import check_workers
     from ..errors import ConfigError
 
     try:
@@ -99,7 +99,7 @@ def check_config(
     unless --connect); exit 2 naming the bad key. Warnings go to stderr and keep exit 0."""
     import os
 
-    from ..config.verify import config_warnings
+    from .check import config_warnings
 
     if config_arg is not None and config is not None and config_arg != config:
         print("check-config: give the config file once (as an argument or with --config)", file=sys.stderr)

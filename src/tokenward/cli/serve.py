@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, NoReturn
 
 from ..config.schema import Config
+from ..http.tls import server_tls
 from ..observe.metrics import share_with_workers
 from .demo_key import demo_key
 
@@ -145,26 +146,14 @@ class _HeldLogs(logging.Handler):
         self.records.clear()
 
 
-def server_tls(config: Config):
-    """The listener's TLS context (server.tls), or None for plain HTTP."""
-    tls = config.server.tls
-    if tls is None:
-        return None
-    import ssl
-
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(tls.cert_file, tls.key_file)
-    return context
-
-
 def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | None], None],
                 config_path: Path | None = None, forked: bool = False) -> bool:
     """One worker's life; ``report`` hears None once its app started, else why it did not.
-    SIGHUP reloads the config file (reload.py); ``POST /admin/reload`` does the same, for a
+    SIGHUP reloads the config file (cli/reload.py); ``POST /admin/reload`` does the same, for a
     forked worker by signalling the parent, which passes SIGHUP on to every worker."""
     from ..app import Gateway
     from ..http import serving
-    from ..reload import Reloader
+    from .reload import Reloader
 
     held = _HeldLogs(config.logging.level)
 

@@ -12,10 +12,9 @@ and the abuse signals' store (the budget store's Redis, on a connection of its o
 
 from __future__ import annotations
 
-import asyncio
 import errno
 import os
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from ..errors import TokenwardError
 from .schema import Config
@@ -85,64 +84,10 @@ def stores_of(cfg: Config) -> list[Store]:
     return found
 
 
-# The stage whose factory opens each store (pipeline/order.py slots).
+# The stage whose factory opens each store (stages/order.py names).
 _OPENED_BY = {"identity": "key store", "admission": "budget store", "cache": "cache store", "control": "abuse store"}
 
 
 def opened_by(slot: str, cfg: Config) -> Store | None:
     name = _OPENED_BY.get(slot)
     return next((store for store in stores_of(cfg) if store.name == name), None)
-
-
-async def probe(store: Store, cfg: Config, timeout: float = 5.0) -> str | None:
-    """None when the store answers one cheap request, else the failure line."""
-    try:
-        await asyncio.wait_for(_ping(store, cfg), timeout)
-    except asyncio.TimeoutError:
-        return f"cannot reach the {store.name} at {redact_url(store.url)}: no answer within {timeout:g} s"
-    except Exception as exc:  # whatever the driver raises: said in one line, never a traceback
-        return failure(store, exc)
-    return None
-
-
-async def _ping(store: Store, cfg: Config) -> Any:
-    if store.name == "key store":
-        from ..keys.store import open_keystore
-
-        if _sqlite_not_made_yet(store.url):
-            return None   # start-up makes it; a probe must not
-
-        keys = await open_keystore(store.url)
-        try:
-            return await keys.get("tw-connect-probe")
-        finally:
-            await keys.close()
-    from ..budget.redis import RedisStore
-
-    redis = RedisStore(store.url, max(cfg.store.timeout_ms / 1000, 1.0), cfg.store.client)
-    try:
-        return await redis.open_reservations(f"{cfg.store.key_prefix}:connect-probe")
-    finally:
-        await redis.close()
-
-
-def _sqlite_not_made_yet(url: str) -> bool:
-    """A SQLite file that does not exist yet, where start-up can make it (its folders too,
-    keys/sql.py); one it could not make raises, as opening it at start-up would fail."""
-    import os
-    from pathlib import Path
-
-    scheme, _, rest = url.partition("://")
-    if scheme.split("+", 1)[0] != "sqlite":
-        return False
-    path = Path(rest[1:].split("?", 1)[0])
-    if not rest[1:] or path.name == ":memory:" or path.exists():
-        return False
-    folder = path.parent
-    while not folder.exists():
-        folder = folder.parent
-    if not folder.is_dir():
-        raise NotADirectoryError(20, f"{folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK):
-        raise PermissionError(13, f"the folder {folder} is not writable")
-    return True

@@ -34,8 +34,8 @@ _encode = msgspec.json.encode
 class ControlAdmin:
     def __init__(self, services) -> None:
         self.services = services
-        self.ops = services.extras["control_ops"]
-        self.runtime = services.extras["control"]
+        self.ops = services.control_ops
+        self.runtime = services.control
 
     async def _call(self, operation, *args, **kwargs) -> Any:
         try:
@@ -97,7 +97,7 @@ class ControlAdmin:
         if key_id is None:
             raise _refusal(Reason.invalid_field, "not a key id or a key", "key_id")
         if tenant is None:
-            record = await self._call(self.services.extras["keys"].get, key_id)
+            record = await self._call(self.services.keys.get, key_id)
             if record is None:
                 raise _error(404, "key_not_found", f"no key with id {key_id}", "key_id")
             tenant = record.tenant

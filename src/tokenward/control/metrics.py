@@ -114,7 +114,7 @@ class EnforcementMetrics:
         yield reserved
         yield settled
         yield settled_reserved
-        admitter = self.services.extras.get("budget") if self.services is not None else None
+        admitter = self.services.budget if self.services is not None else None
         breaker = getattr(getattr(admitter, "shared", None), "breaker", None)
         up = 0 if breaker is not None and breaker.down else 1
         yield GaugeMetricFamily("tokenward_budget_store_up", "1 while the shared budget store answers "

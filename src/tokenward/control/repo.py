@@ -51,7 +51,9 @@ class ControlRepo:
         values.update(created_at=now, until=until)
         async with self.engine.begin() as conn:
             result = await conn.execute(controls.insert().values(**values))
-            added = msgspec.structs.replace(control, id=int(result.inserted_primary_key[0]), created_at=now,
+            key = result.inserted_primary_key
+            assert key is not None   # a single-row INSERT's result always carries its primary key
+            added = msgspec.structs.replace(control, id=int(key[0]), created_at=now,
                                             until=until)
             await _audit(conn, added, audit_action(added), added.reason, added.by, now, {})
         return added

@@ -120,9 +120,12 @@ class ControlOps:
         """Clear every abuse action in force on a key (or a tenant as a whole), recording
         the appeal outcome; service comes back on every replica at once."""
         outcome = parse_appeal(appeal)
-        if key_id is None and tenant is None:
-            raise ControlError("name a key or a tenant", "key_id")
-        subject = q.subject(self._tenant(tenant), None) if key_id is None else q.subject("", key_id)
+        if key_id is None:
+            if tenant is None:
+                raise ControlError("name a key or a tenant", "key_id")
+            subject = q.subject(self._tenant(tenant), None)
+        else:
+            subject = q.subject("", key_id)
         where = [*subject, q.kinds(ENFORCED)]
         cleared = await self.repo.clear(where, by=_text(by, "reviewer"), reason=_text(reason, "reason"),
                                         action="abuse:reinstate", appeal=outcome)

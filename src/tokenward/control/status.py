@@ -36,7 +36,7 @@ class StatusPage:
     def __init__(self, services) -> None:
         self.services = services
         self.config = services.config
-        self.runtime = services.extras["control"]
+        self.runtime = services.control
         self._plans = {t: effective_plan(self.config, t) for t in self.config.tenants}
         self._budgets = Budgets(self.config)   # our own: never the admitter's cache of the hot path
         # (monotonic time, {(tenant, reason): refusals so far}) of this replica, for "the last minutes"
@@ -47,8 +47,8 @@ class StatusPage:
         # outcomes per tenant: app.py calls ``tally`` for each screened request.
         self._screened: dict[tuple[str, str], int] = {}
         self._screen_snaps: list[tuple[float, dict[tuple[str, str], int]]] = []
-        if services.extras.get("abuse") is None:
-            services.extras["status_tally"] = self.tally
+        if services.abuse is None:
+            services.status_tally = self.tally
 
     def tally(self, ctx) -> None:
         principal, screening = ctx.principal, ctx.screening
@@ -97,7 +97,7 @@ class StatusPage:
                 "screening": screening, "controls": controls, "cache": cache}
 
     async def _budget(self, tenant: str, now: float) -> list[dict]:
-        admitter = self.services.extras.get("budget")
+        admitter = self.services.budget
         if admitter is None:
             return []
         now_ms = int(now * 1000)
@@ -111,9 +111,9 @@ class StatusPage:
         return rows
 
     async def _events(self, now: float, window: float) -> dict[str, dict[str, int]]:
-        if self.services.extras.get("abuse") is None:
+        if self.services.abuse is None:
             return {}
-        store = self.services.extras["signal_store"]
+        store = self.services.signal_store
         try:
             return await store.events(sorted(self.config.tenants), int(now), int(window))
         except Exception:

@@ -10,7 +10,7 @@ from typing import Any, Union
 import msgspec
 
 from ..errors import Reason, Refusal
-from ..upstream import chunks
+from ..wire import chunks
 
 
 class Function(msgspec.Struct):
@@ -80,7 +80,7 @@ def _count(value: object) -> int | None:
 
 
 class StreamChoice(msgspec.Struct):
-    """A streamed choice as ``upstream.chunks.Choice`` reads it, with vLLM's ``stop_reason``
+    """A streamed choice as ``wire.chunks.Choice`` reads it, with vLLM's ``stop_reason``
     (the stop string that ended it)."""
 
     index: int = 0
@@ -90,7 +90,7 @@ class StreamChoice(msgspec.Struct):
 
 
 class StreamChunk(msgspec.Struct):
-    """The fields of a chat chunk the dialect streams read (``upstream.chunks.Chunk`` has them too)."""
+    """The fields of a chat chunk the dialect streams read (``wire.chunks.Chunk`` has them too)."""
 
     model: Union[str, None] = None
     choices: Union[list[StreamChoice], None] = None

@@ -1,7 +1,7 @@
 """A chat-completions stream as Anthropic Messages events, sans-IO.
 
 ``MessagesStream.feed(chunk)`` takes each chat chunk (a dict, the data bytes, or the
-project's typed ``upstream.chunks.Chunk``) and returns the bytes of the events it makes:
+project's typed ``wire.chunks.Chunk``) and returns the bytes of the events it makes:
 ``message_start`` (with the input tokens the gateway counted, since a chat stream reports
 usage only at its end) and ``ping`` first, then per content block ``content_block_start``,
 ``content_block_delta`` (``text_delta`` or ``input_json_delta``), ``content_block_stop``.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..upstream.chunks import Chunk
+from ..wire.chunks import Chunk
 from .chat_answer import as_chunk
 from .common import new_id, sse
 from .envelopes import anthropic_error_type

@@ -1,7 +1,7 @@
 """A chat-completions stream as Responses API events, sans-IO.
 
 ``ResponsesStream.feed(chunk)`` takes each chat chunk (a dict or the project's typed
-``upstream.chunks.Chunk``) and returns the bytes of the Responses events it makes;
+``wire.chunks.Chunk``) and returns the bytes of the Responses events it makes;
 ``finish()`` closes the open items and writes ``response.completed`` (or
 ``response.incomplete`` when the output bound cut the answer) with usage;
 ``error(code, message)`` writes the in-band ``error`` event. Every event carries its
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..upstream.chunks import Chunk
+from ..wire.chunks import Chunk
 from .chat_answer import as_chunk
 from .common import new_id, sse
 from .responses_schema import Parsed

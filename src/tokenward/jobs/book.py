@@ -10,7 +10,7 @@ calls are ``BudgetStore``'s job methods; the arithmetic is ``budget/job_policy.p
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Awaitable, Callable, Sequence, TypeVar
 
 from ..budget import job_policy
 from ..budget.job_policy import Limits
@@ -24,7 +24,7 @@ from ..http.responses import NO_RETRY
 from ..observe.work import WORK
 from . import terms
 from .runs import JobRuns
-from .terms import JobBudgets, JobMeta, JobRequest
+from .terms import JobBudgets, JobMeta, JobRequest, job_value
 
 if TYPE_CHECKING:
     from ..budget.admission import Admitter
@@ -99,11 +99,14 @@ class JobBook:
         refusal = _check_terms(plan, body)
         if refusal is not None:
             return refusal
-        unit, budget = (TOKENS, body.budget_tokens) if body.budget_usd is None \
-            else (COST, policy.micro_usd(body.budget_usd))
+        if body.budget_usd is None:
+            assert body.budget_tokens is not None   # _check_terms: exactly one of the two
+            unit, budget = TOKENS, body.budget_tokens
+        else:
+            unit, budget = COST, policy.micro_usd(body.budget_usd)
         now_ms = self.admitter.now_ms()
         deadline = now_ms + int((body.max_seconds or plan.max_job_seconds) * 1000)
-        parent = None
+        p: JobMeta | None = None   # the parent job's terms
         if body.parent is not None:
             parent = await self.resolve(tenant, body.parent)
             if isinstance(parent, Refusal):
@@ -116,8 +119,8 @@ class JobBook:
                                                      f"{_UNIT_FIELD[parent.meta.unit]}: a child job is too",
                                param=_UNIT_FIELD[unit])
             deadline = min(deadline, parent.meta.deadline_ms)   # a child never outlives its parent
-        p = parent.meta if parent is not None else None
-        meta = JobMeta(terms.new_id(), budget, now_ms, deadline, body.max_attempts, body.max_children,  # type: ignore[arg-type]
+            p = parent.meta
+        meta = JobMeta(terms.new_id(), budget, now_ms, deadline, body.max_attempts, body.max_children,
                        p.id if p else None, (p.id, *p.chain) if p else (), unit)
         call = JobCreate(self.namespace(tenant), meta.id, now_ms, deadline, meta.budget,
                          Limits(plan.jobs_per_minute, plan.max_open_jobs), terms.encode_meta(meta),
@@ -145,12 +148,13 @@ class JobBook:
             self.forget(tenant, parent.id)
             return Refusal(not_found(parent.id).reason, not_found(parent.id).message, param="parent")
         [record, *ancestors] = await self.records(tenant, [parent.id, *parent.chain])
+        value = job_value(record)
         if status == job_policy.PARENT_CLOSED:
-            return _closed(parent, record.value, [a.value for a in ancestors], self.admitter.now_ms(), "children")
+            return _closed(parent, value, [job_value(a) for a in ancestors], self.admitter.now_ms(), "children")
         if status == job_policy.PARENT_CHILDREN:
             return Refusal(Reason.job_budget_exhausted, f"job {parent.id} already has its {parent.max_children} "
                                                         "children (max_children)", param="parent", headers=_TERMINAL)
-        left = parent.budget - record.value.used if record.value is not None else 0
+        left = parent.budget - value.used if value is not None else 0
         field = _UNIT_FIELD[parent.unit]
         return Refusal(Reason.job_budget_exhausted, f"job {parent.id} has {parent.amount(max(left, 0))} of its "
                                                     f"{parent.amount(parent.budget)} left to carve, fewer than "
@@ -167,7 +171,7 @@ class JobBook:
         if record.value is None:
             self.forget(tenant, meta.id)
             return not_found(job_id)
-        state = job_policy.state_name(record.value, [a.value for a in ancestors], self.admitter.now_ms())
+        state = job_policy.state_name(job_value(record), [job_value(a) for a in ancestors], self.admitter.now_ms())
         return terms.public(meta, record, state)
 
     async def cancel(self, tenant: str, job_id: str) -> dict | Refusal:
@@ -206,16 +210,18 @@ class JobBook:
         a job whose budget or attempts ran out moves to ``exhausted``: terminal."""
         meta = job.meta
         records = await self.records(tenant, [meta.id, *meta.chain])
-        own, ancestors = records[0].value, [r.value for r in records[1:]]
+        own, ancestors = job_value(records[0]), [job_value(r) for r in records[1:]]
         now_ms = self.admitter.now_ms()
         if own is None:
             self.forget(tenant, meta.id)
             return not_found(meta.id)
         if own.state == CANCELLED or now_ms >= own.deadline_ms or any(job_policy.usable(a, now_ms) for a in ancestors):
             return _closed(meta, own, ancestors, now_ms, "requests", headers)
-        if own.state != EXHAUSTED and await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant),
-                                                       [(meta.id, meta.budget, -1)], EXHAUSTED):
-            WORK.job_event(tenant, "exhausted")
+        if own.state != EXHAUSTED:
+            changed = await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant),
+                                       [(meta.id, meta.budget, -1)], EXHAUSTED)
+            if changed:
+                WORK.job_event(tenant, "exhausted")
         why = (f"its {meta.max_attempts} attempts are used" if meta.max_attempts and own.attempts >= meta.max_attempts
                else f"this request needs {meta.amount(needed)} and {meta.amount(max(meta.budget - own.used, 0))} "
                     "are left")
@@ -231,7 +237,7 @@ class JobBook:
         if why == job_policy.DISPATCH_OK:
             return None
         records = await self.records(tenant, [meta.id, *meta.chain])
-        return _closed(meta, records[0].value, [r.value for r in records[1:]], now_ms, "requests")
+        return _closed(meta, job_value(records[0]), [job_value(r) for r in records[1:]], now_ms, "requests")
 
 
 def _check_terms(plan: PlanConfig, body: JobRequest) -> Refusal | None:
@@ -270,8 +276,8 @@ def _progress(meta: JobMeta, value: JobValue) -> str:
             f"{meta.amount(meta.budget)} spent, {meta.amount(value.held)} reserved by attempts still running{carved}")
 
 
-def _closed(meta: JobMeta, own: JobValue | None, ancestors: list, now_ms: int, what: str,
-            headers: list | tuple = ()) -> Refusal:
+def _closed(meta: JobMeta, own: JobValue | None, ancestors: list[JobValue | None], now_ms: int, what: str,
+            headers: Sequence[tuple[bytes, bytes]] = ()) -> Refusal:
     """The refusal for a job (or an ancestor) that was cancelled, expired or is gone."""
     chain = [(meta.id, own), *zip(meta.chain, ancestors)]
     for job_id, value in chain:
@@ -287,6 +293,7 @@ def _closed(meta: JobMeta, own: JobValue | None, ancestors: list, now_ms: int, w
             return Refusal(Reason.job_expired, f"job {job_id}{whose} has passed its deadline: it takes no more "
                                                f"{what}{done}", headers=(*headers, NO_RETRY))
     # open but exhausted (only a job's own state refuses children)
+    assert own is not None   # a job that is gone returned not_found in the loop
     return Refusal(Reason.job_budget_exhausted, f"job {meta.id} is exhausted: it takes no more {what}; "
-                                                f"{_progress(meta, own)}", headers=(*headers, NO_RETRY))  # type: ignore[arg-type]
+                                                f"{_progress(meta, own)}", headers=(*headers, NO_RETRY))
 

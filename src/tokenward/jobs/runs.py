@@ -26,6 +26,7 @@ from ..budget.store import StoreUnavailable
 from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY, sse_error_event
 from ..pipeline.lifecycle import State
+from .terms import job_value
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -142,7 +143,7 @@ class JobRuns:
                 records = await self.book.records(runs[0].tenant, ids)
             except (Refusal, StoreUnavailable):
                 continue   # the store is away: a later tick sees the state
-            values = {job_id: record.value for job_id, record in zip(ids, records)}
+            values = {job_id: job_value(record) for job_id, record in zip(ids, records)}
             for run in runs:
                 for job_id in run.ids:
                     why = job_policy.usable(values.get(job_id), now_ms)

@@ -7,6 +7,7 @@ replicas hear it over Redis (when a Redis store is configured).
 
 from __future__ import annotations
 
+import builtins  # the classes below define a method named list, which hides the builtin in later annotations
 import logging
 from typing import Awaitable, Callable, Sequence
 
@@ -35,7 +36,7 @@ class KeyService:
     async def list(self, tenant: str | None = None) -> list[KeyRecord]:
         return await self.store.list(tenant)
 
-    async def audit(self, key_id: str | None = None, limit: int = 1000) -> list[AuditRecord]:
+    async def audit(self, key_id: str | None = None, limit: int = 1000) -> builtins.list[AuditRecord]:
         return await self.store.audit(key_id, limit)
 
     async def revoke(self, key_id: str, *, reason: str, reviewer: str | None = None) -> KeyRecord:

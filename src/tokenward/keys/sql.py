@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import builtins  # the classes below define a method named list, which hides the builtin in later annotations
 import os
 import time
 from typing import Any, Callable, Sequence
@@ -176,7 +177,7 @@ class SqlKeyStore:
             key_id=record.id, tenant=record.tenant, action=action, reason=reason, scope=f"key:{record.id}",
             duration_s=duration_s, reviewer=reviewer, at=now, detail=detail))
 
-    async def audit(self, key_id: str | None = None, limit: int = 1000) -> list[AuditRecord]:
+    async def audit(self, key_id: str | None = None, limit: int = 1000) -> builtins.list[AuditRecord]:
         query = key_audit.select().order_by(key_audit.c.id).limit(limit)
         if key_id is not None:
             query = query.where(key_audit.c.key_id == key_id)

@@ -7,6 +7,7 @@ lifecycle change writes its audit record in the same transaction as the change.
 
 from __future__ import annotations
 
+import builtins  # the classes below define a method named list, which hides the builtin in later annotations
 import time
 from typing import Callable, Protocol, Sequence
 
@@ -31,7 +32,7 @@ class KeyStore(Protocol):
 
     async def reinstate(self, key_id: str, *, reason: str, reviewer: str | None = None) -> KeyRecord: ...
 
-    async def audit(self, key_id: str | None = None, limit: int = 1000) -> list[AuditRecord]: ...
+    async def audit(self, key_id: str | None = None, limit: int = 1000) -> builtins.list[AuditRecord]: ...
 
     async def touch(self, last_used: dict[str, float]) -> None:
         """Record last-use times in one batch (never one write per request)."""

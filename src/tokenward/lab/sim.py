@@ -75,7 +75,9 @@ class Sim:
         budget = self.admitter.budgets.tenant(tenant, self.plan(tenant), None, self.admitter.now_ms())
         at = budget.tokens_at
         check = budget.layout.checks[at]
-        level = policy.refill(await self.store.value(check.key), check.p1, check.p2, self.admitter.now_ms())[0]
+        value = await self.store.value(check.key)   # a token bucket: (level, at) or None
+        assert value is None or isinstance(value, tuple)
+        level = policy.refill(value, check.p1, check.p2, self.admitter.now_ms())[0]
         return level // policy.SCALE
 
     async def close(self) -> None:

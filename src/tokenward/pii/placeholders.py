@@ -46,7 +46,7 @@ from typing import Any, Sequence
 
 import msgspec
 
-from ..upstream.sse import SseEvent
+from ..wire.sse import SseEvent
 from .stream_edit import StreamTextEdit
 
 _NAME = r"[A-Z][A-Z_]{0,30}_\d{1,6}"

@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
-from ..upstream.chunks import parsed, texts
-from ..upstream.sse import SseEvent
+from ..wire.chunks import parsed, texts
+from ..wire.sse import SseEvent
 
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode

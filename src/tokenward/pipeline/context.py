@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Any, Awaitable, Callable
 
+from ..errors import Refusal
 from ..reconcile.usage import UNKNOWN, Usage
 from .lifecycle import Lifecycle
 
-Receive = Callable[[], Awaitable[dict]]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
 Header = tuple[bytes, bytes]
 
 
@@ -40,7 +41,7 @@ class RequestContext:
         self.route: Any = None
         self.body: bytes = b""
         # The request body decoded once, by whichever stage needs it first.
-        self.payload: dict | None = None
+        self.payload: dict[str, Any] | None = None
         # The stages' lenient look at the body before validation (stages/peek.py), cached.
         self.peek: Any = None
         self.model: str | None = None
@@ -86,6 +87,14 @@ class RequestContext:
             if key == name:
                 return value
         return None
+
+    def refused_by(self, stage: str, refusal: Refusal) -> Refusal:
+        """Record that ``stage`` ended this request with ``refusal`` (the decision record's
+        stage, reason and status); returns the refusal, for the one exit to send."""
+        self.deciding_stage = stage
+        self.reason = refusal.reason.name
+        self.status = refusal.status
+        return refusal
 
     def note(self, key: str, value: Any) -> None:
         if self.notes is None:

@@ -21,6 +21,11 @@ class State(enum.Enum):
     ABORTED = "aborted"
     ANSWERED = "answered"
 
+    # Set once below, for every member: annotations alone make no members.
+    bit: int
+    allowed: int
+    terminal: bool
+
 
 _R, _AD, _RS, _F, _S, _ST, _RJ, _AB, _AN = State
 _TRANSITIONS: dict[State, frozenset[State]] = {

@@ -22,11 +22,11 @@ from ..errors import Refusal, refusal_body
 from ..http.responses import JSON, reason_header, send_bytes
 
 if TYPE_CHECKING:
-    from ..upstream.sse import SseEvent
+    from ..wire.sse import SseEvent
     from .context import RequestContext
     from .stage import Exit
 
-Send = Callable[[dict], Awaitable[None]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ResponseTransform(Protocol):

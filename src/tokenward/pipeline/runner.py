@@ -22,14 +22,13 @@ from time import perf_counter_ns
 from typing import Awaitable, Callable, Sequence
 
 from ..errors import Reason, Refusal
-from ..reconcile.usage import Usage
+from ..reconcile.usage import NOTHING_USED, Usage
 from .context import RequestContext
 from .lifecycle import State
 from .outbound import Answer, Outbound
 from .stage import Exit, ExitKind, Stage
 
 log = logging.getLogger("tokenward.runner")
-_NOTHING_USED = Usage(0, 0, "counted")
 
 # forward(ctx) -> the Exit that ended the forwarded request (COMPLETED carries usage)
 Forward = Callable[[RequestContext], Awaitable[Exit]]
@@ -101,9 +100,7 @@ class Runner:
 
     async def _refuse(self, ctx: RequestContext, held: list[Stage], stage_name: str,
                       refusal: Refusal) -> None:
-        ctx.deciding_stage = stage_name
-        ctx.reason = refusal.reason.name
-        ctx.status = refusal.status
+        ctx.refused_by(stage_name, refusal)
         if not ctx.lifecycle.done:
             ctx.lifecycle.move(State.REJECTED)
         await self._release(ctx, held, Exit(ExitKind.REJECTED, refusal.reason.name))
@@ -115,7 +112,7 @@ class Runner:
         unwinding as a refusal (no backend did any work), then the answer goes out through
         the response transforms those stages registered."""
         ctx.deciding_stage = ctx.answered_by = stage_name
-        await self._release(ctx, held, Exit(ExitKind.ANSWERED, stage_name, _NOTHING_USED))
+        await self._release(ctx, held, Exit(ExitKind.ANSWERED, stage_name, NOTHING_USED))
         ctx.outbound = self._outbound(ctx)
         t0 = perf_counter_ns()
         exit = await answer.deliver(ctx, ctx.outbound)

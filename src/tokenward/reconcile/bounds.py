@@ -1,11 +1,9 @@
 """What one request could have used, from what the work stage (or admission) computed:
 the bound a backend's usage report is clamped to, and the size its answer may have.
 
-- **Usage.** ``bounded`` clamps a backend's usage (``usage.clamp``) to the request's
-  bounds before anything reads it (settle, metrics, the decision record, the usage chunk
-  the gateway writes). What was out of bounds is recorded on the request
-  (``notes.usage_out_of_bounds``) and counted by upstream and dimension
-  (``tokenward_usage_out_of_bounds_total``), so a lying or buggy backend shows.
+- **Usage.** ``usage_bounds``: what a backend's usage report is clamped to
+  (``usage.clamp``) before anything reads it; upstream/usage_report.py applies it, records
+  and counts what was cut.
 - **Answer size.** ``answer_limit``: a whole body or a stream may carry
   ``bytes_per_token`` x the output bound x choices, + ``slack`` bytes; a request whose
   answer repeats its prompt (``echo``, ``prompt_logprobs``) adds the prompt's bound
@@ -16,8 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..observe.metrics import METRICS
-from .usage import Usage, UsageBounds, clamp
+from .usage import UsageBounds
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -50,18 +47,6 @@ def usage_bounds(ctx: RequestContext) -> UsageBounds:
     if type(prompt) is not int:
         return UsageBounds(reservation.tokens, reservation.tokens)
     return UsageBounds(prompt, max(reservation.tokens - prompt, 0))
-
-
-def bounded(ctx: RequestContext, upstream: str, usage: Usage) -> Usage:
-    """``usage`` clamped to the request's bounds; what was cut is recorded and counted."""
-    if usage.prompt_tokens is None and usage.completion_tokens is None:
-        return usage
-    kept, cut = clamp(usage, usage_bounds(ctx))
-    if cut is not None:
-        ctx.note("usage_out_of_bounds", cut)
-        for dimension in cut:
-            METRICS.usage_out_of_bounds(upstream, dimension)
-    return kept
 
 
 def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int | None:

@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import msgspec
 
-from ..upstream.chunks import Delta, parsed
-from ..upstream.sse import SseEvent
+from ..wire.chunks import Delta, parsed
+from ..wire.sse import SseEvent
 from .usage import Usage, from_reported
 
 

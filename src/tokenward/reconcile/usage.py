@@ -31,6 +31,9 @@ class Usage(msgspec.Struct, frozen=True, omit_defaults=True):
 
 
 UNKNOWN = Usage()
+# What a request that reached no backend used: counted, and nothing (refused in the forward
+# step before dispatch, answered by a stage, a cache hit).
+NOTHING_USED = Usage(0, 0, "counted")
 
 
 class _Reported(msgspec.Struct):

@@ -136,6 +136,5 @@ def _too_large(cap: int) -> Refusal:
 
 
 def build(services) -> EdgeStage:
-    from ..pipeline.order import STAGE_FACTORIES
-
-    return EdgeStage(services.config, reads_body="identity" not in STAGE_FACTORIES)
+    # Without an identity stage (benches that price a part), nothing else reads the body.
+    return EdgeStage(services.config, reads_body="identity" not in services.stage_names)

@@ -22,7 +22,7 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
-from ..identity.wiring import open_identity, tenant_plans
+from ..assemble.identity import open_identity, tenant_plans
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
 from .peek import BodyPeek, body_peek
@@ -132,5 +132,5 @@ async def build(services) -> IdentityStage:
     plans = tenant_plans(config)
     parts = await open_identity(services, plans)
     jwt = JwtVerifier(config.jwt.issuers) if config.jwt.issuers else None
-    services.extras["identity"] = parts
+    services.identity = parts
     return IdentityStage(parts.authenticator, jwt, plans)

@@ -182,8 +182,8 @@ class ControlStage(BaseStage):
 
 
 async def build(services) -> ControlStage:
-    from ..control.wiring import open_control
+    from ..assemble.control import open_control
 
     runtime = await open_control(services)
     lease_s = services.config.stream.max_duration_s + 60.0
-    return ControlStage(runtime, services.extras.get("clock", time.time), lease_s)
+    return ControlStage(runtime, services.clock, lease_s)

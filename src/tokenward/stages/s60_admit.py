@@ -297,18 +297,18 @@ def _inherited_store(services):
     old = services.inherited
     if old is None or services.config.store.url != "memory" or old.config.store.url != "memory":
         return None
-    admitter = old.extras.get("budget")
+    admitter = old.budget
     return admitter.shared.store if admitter is not None else None
 
 
 async def build(services) -> AdmissionStage:
     config = services.config
-    clock = services.extras.get("clock", time.time)
+    clock = services.clock
     admitter = Admitter(config, _inherited_store(services) or open_store(config), clock=clock)
-    services.extras["budget"] = admitter
+    services.budget = admitter
     services.on_close(admitter.close)
     admitter.keeper.start()
     await admitter.warm()
     stage = AdmissionStage(config, admitter)
-    services.extras["jobs"] = stage.jobs
+    services.jobs = stage.jobs
     return stage

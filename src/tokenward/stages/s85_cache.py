@@ -39,20 +39,19 @@ from ..http.responses import JSON, SSE_HEADERS
 from ..observe.metrics import METRICS
 from ..pii.output import OutputRedactor
 from ..pipeline.stage import BaseStage, Exit, ExitKind
-from ..reconcile.usage import Usage
-from ..upstream.chunks import parsed
+from ..reconcile.usage import NOTHING_USED, Usage
+from ..wire.chunks import parsed
 from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
     from ..pipeline.outbound import Outbound
-    from ..upstream.sse import SseEvent
+    from ..wire.sse import SseEvent
 
 log = logging.getLogger("tokenward.cache")
 HEADER = b"x-tokenward-cache"
 _HIT, _MISS, _BYPASS = ((HEADER, value) for value in (b"hit", b"miss", b"bypass"))
-_NOTHING = Usage(0, 0, "counted")
 _decode_entry = msgspec.msgpack.Decoder(CacheEntry).decode
 _encode_entry = msgspec.msgpack.encode
 _LIMIT = struct.Struct(">i")
@@ -127,7 +126,7 @@ class Hit:
             await out.end_stream(b"data: [DONE]\n\n")
         else:
             await out.whole(200, [JSON, *headers], entry.body(ctx.request_id))
-        return Exit(ExitKind.COMPLETED, None, _NOTHING)
+        return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
 
 
 class CacheStage(BaseStage):
@@ -372,7 +371,7 @@ def build(services) -> CacheStage | None:
     config: Config = services.config
     if config.cache is None:
         return None
-    old = services.inherited.extras.get("cache") if services.inherited is not None else None
+    old = services.inherited.cache if services.inherited is not None else None
     if old is not None and old.cfg == config.cache and config.cache.store == "memory":
         store, secret = old.store, old.secret   # a reload keeps the process's cached answers
         old.keep_store = True
@@ -384,9 +383,9 @@ def build(services) -> CacheStage | None:
     if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
         stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
             else _semantic(config.cache.semantic, secret)
-    services.extras["cache"] = stage
+    services.cache = stage
     services.on_close(stage.close)
-    admin = services.extras.get("admin")
+    admin = services.admin
     if admin is not None:
         admin.tenant_actions["cache/purge"] = stage.purge
     METRICS.watch_cache(store)

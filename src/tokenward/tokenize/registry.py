@@ -23,7 +23,6 @@ from . import templates
 from .counters import Counter, EstimateCounter, HfCounter, TiktokenCounter
 from .tiktoken_files import load_encoding
 
-EXTRAS_KEY = "tokenizers"
 
 
 def build_counter(spec: str) -> Counter:
@@ -69,8 +68,7 @@ class TokenizerRegistry:
 
 def shared_registry(services) -> TokenizerRegistry:
     """The registry of this gateway, built by whichever stage asks first."""
-    registry = services.extras.get(EXTRAS_KEY)
+    registry = services.tokenizers
     if registry is None:
-        registry = TokenizerRegistry(services.config)
-        services.extras[EXTRAS_KEY] = registry
+        registry = services.tokenizers = TokenizerRegistry(services.config)
     return registry

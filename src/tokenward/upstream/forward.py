@@ -31,8 +31,9 @@ from ..errors import Reason, Refusal
 from ..observe.metrics import add_ns
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.bounds import answer_limit, bounded
-from ..reconcile.usage import UNKNOWN, Usage, from_reported
+from ..reconcile.bounds import answer_limit
+from .usage_report import bounded
+from ..reconcile.usage import NOTHING_USED, UNKNOWN, from_reported
 from .backend_errors import backend_refusal
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
 from .prepare import prepare
@@ -42,7 +43,6 @@ from .targets import Target, TargetTable
 
 log = logging.getLogger("tokenward.upstream")
 _JSON_CT = (b"content-type", b"application/json")
-NOTHING_DONE = Usage(0, 0, "counted")
 
 
 class _UsageOnly(msgspec.Struct):
@@ -50,14 +50,6 @@ class _UsageOnly(msgspec.Struct):
 
 
 _usage_of = msgspec.json.Decoder(_UsageOnly).decode
-
-
-def fail(ctx: RequestContext, refusal: Refusal, upstream_status: int | None = None) -> Refusal:
-    """Record on the context that the forward step ended the request with ``refusal``."""
-    ctx.deciding_stage = "forward"
-    ctx.reason = refusal.reason.name
-    ctx.status = refusal.status
-    return refusal
 
 
 def failure_detail(ctx: RequestContext, target: Target, exc: UpstreamError) -> None:
@@ -78,8 +70,8 @@ async def _answer_failure(ctx: RequestContext, target: Target, exc: UpstreamErro
         refusal = Refusal(Reason.upstream_unavailable, f"the backend is unavailable (request {ctx.request_id})")
         # Only a connection refused before any byte was written proves the backend never
         # saw the request; anything later may have started generation.
-        usage = NOTHING_DONE if isinstance(exc, UpstreamConnectError) else UNKNOWN
-    await ctx.outbound.refusal(fail(ctx, refusal))
+        usage = NOTHING_USED if isinstance(exc, UpstreamConnectError) else UNKNOWN
+    await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
 
 
@@ -89,7 +81,7 @@ async def _too_large(ctx: RequestContext, target: Target, exc: UpstreamTooLarge)
     failure_detail(ctx, target, exc)
     refusal = Refusal(Reason.upstream_error, f"the backend's answer is larger than this request allows "
                                              f"(request {ctx.request_id})")
-    await ctx.outbound.refusal(fail(ctx, refusal))
+    await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, UNKNOWN)
 
 
@@ -176,10 +168,10 @@ class Forwarder:
         except (msgspec.DecodeError, msgspec.ValidationError):
             # An empty answer did nothing we can see; one that is not a JSON object may
             # have generated and lost its text: charged in full.
-            usage = NOTHING_DONE if not body.strip() else UNKNOWN
-            what = "an empty body" if usage is NOTHING_DONE else "a body that is not a JSON object"
+            usage = NOTHING_USED if not body.strip() else UNKNOWN
+            what = "an empty body" if usage is NOTHING_USED else "a body that is not a JSON object"
             refusal = Refusal(Reason.upstream_error, f"the backend answered {resp.status} with {what}")
-            await ctx.outbound.refusal(fail(ctx, refusal))
+            await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
             return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
         ctx.status = resp.status
         headers = [(b"content-type", resp.header(b"content-type") or b"application/json"),
@@ -199,6 +191,6 @@ class Forwarder:
             body = b""
         refusal = backend_refusal(resp.status, body, resp.header(b"retry-after"),
                                   target.backend_model, ctx.model)
-        ctx.usage = NOTHING_DONE
-        await ctx.outbound.refusal(fail(ctx, refusal))
-        return Exit(ExitKind.COMPLETED, None, NOTHING_DONE)
+        ctx.usage = NOTHING_USED
+        await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
+        return Exit(ExitKind.COMPLETED, None, NOTHING_USED)

@@ -29,11 +29,12 @@ from ..http.responses import SSE_HEADERS, sse_error_event
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
 from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.bounds import answer_limit, bounded
+from ..reconcile.bounds import answer_limit
+from .usage_report import bounded
 from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
-from ..reconcile.usage import UNKNOWN, Usage
+from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
-from .sse import SseSplitter
+from ..wire.sse import SseSplitter
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -156,7 +157,6 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
                ending: Reason | None, timed_out: bool, done_event: bytes, cut: str | None = None) -> Exit:
     """How the stream ends for the client: an error envelope (nothing was sent yet), an
     in-band error event (the 200 is out), or the usage chunk if due and ``[DONE]``."""
-    from .forward import NOTHING_DONE, fail
 
     outbound = ctx.outbound
     failed = ExitKind.STREAM_TIMEOUT if timed_out else ExitKind.UPSTREAM_FAILED
@@ -165,15 +165,15 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
             # A 200 with no event at all: the backend generated nothing we could see.
             refusal = Refusal(Reason.upstream_error, "the backend answered 200 with an empty stream")
             if account.reported is None:
-                ctx.usage = NOTHING_DONE
+                ctx.usage = NOTHING_USED
             kind = ExitKind.UPSTREAM_FAILED
         else:
             refusal = Refusal(ending, _message(fwd, ctx, ending, cut))
             kind = failed
-        await outbound.refusal(fail(ctx, refusal))
+        await outbound.refusal(ctx.refused_by("forward", refusal))
         return Exit(kind, refusal.reason.name, ctx.usage)
     if ending is not None:
-        refusal = fail(ctx, Refusal(ending, _message(fwd, ctx, ending, cut)))
+        refusal = ctx.refused_by("forward", Refusal(ending, _message(fwd, ctx, ending, cut)))
         ctx.status = 200  # the client already has a 200; the reason travels in-band
         await outbound.end_stream(sse_error_event(refusal))
         return Exit(failed, ending.name, ctx.usage)

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Callable
 
 from ...budget.limits import tenant_namespace
-from ...jobs.terms import JobRequest
+from ...errors import Refusal
+from ...jobs.terms import JobRequest, job_value
 from ..result import Panel, Result, Series
 from ..sim import Clock, Sim
 from ...budget.memory import MemoryStore
@@ -28,12 +29,17 @@ async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str]
     clock, store = Clock(), MemoryStore()
     worker, survivor = Sim(CONFIG, clock, store, seed), Sim(CONFIG, clock, store, seed)
     meta = await worker.jobs.create("acme", worker.plan("acme"), JobRequest(10_000))
+    assert not isinstance(meta, Refusal)   # the plan allows this job
     job = await worker.jobs.resolve("acme", meta.id)
     clock.advance(5)
     requests = {name: await worker.reserve("acme", TOKENS, job=j)
                 for name, j in (("job request, not yet dispatched", job), ("job request, dispatched", job),
                                 ("request without a job", None))}
-    await store.dispatch(NS, requests["job request, dispatched"].ticket.reservation_id, [meta.id], worker.admitter.now_ms())
+    reservations: dict[str, str] = {}
+    for name, decision in requests.items():
+        assert decision.ticket is not None   # the plan admits all three
+        reservations[name] = decision.ticket.reservation_id
+    await store.dispatch(NS, reservations["job request, dispatched"], [meta.id], worker.admitter.now_ms())
     settled_at: dict[str, float] = {}
     series: dict[str, list] = {"xs": [], "held": [], "spent": [], "slots": [], "inflight": []}
     t = 5.0
@@ -43,13 +49,15 @@ async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str]
             await worker.admitter.keeper.tick()       # alive: it renews its leases
         await survivor.admitter.keeper.tick()          # the other replica's lease keeper and reconciler
         [record] = await store.jobs(NS, [meta.id])
-        for name, decision in requests.items():
-            gone = await store.record_keys([f"{NS}:r:{decision.ticket.reservation_id}"])
+        value = job_value(record)
+        assert value is not None   # the job outlives the run
+        for name, reservation_id in reservations.items():
+            gone = await store.record_keys([f"{NS}:r:{reservation_id}"])
             if gone == [None] and name not in settled_at:
                 settled_at[name] = t
         series["xs"].append(t)
-        series["held"].append(record.value.held)
-        series["spent"].append(record.value.used - record.value.held)
+        series["held"].append(value.held)
+        series["spent"].append(value.used - value.held)
         series["slots"].append(await store.value(f"{NS}:g:streams") or 0)
         series["inflight"].append(await store.value(f"{NS}:g:inflight") or 0)
         tick(t / SECONDS)

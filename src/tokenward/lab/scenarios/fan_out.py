@@ -4,10 +4,11 @@ tries to escape its job's bound by making new jobs (or making up ids)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
 
 from ...errors import Reason, Refusal
-from ...jobs.terms import JobRequest
+from ...jobs.terms import JobBudgets, JobRequest, job_value
 from ..result import Panel, Result, Series
 from ..sim import Sim
 from .events import Events, cumulative
@@ -25,7 +26,7 @@ VARIANTS = ("no job budget", "job budget 100", "client makes new jobs", "client 
 
 class Parent:
     def __init__(self) -> None:
-        self.job = None            # the job (JobBudgets) its attempts run in
+        self.job: JobBudgets | None = None   # the job its attempts run in
         self.running = TASKS       # tasks not over yet: the last one to end closes the job
 
 
@@ -55,7 +56,7 @@ class _Variant:
             if self.variant in ("job budget 100", "client makes new jobs") and not await self._new_job(parent):
                 return
             for t in range(TASKS):
-                self.events.after(0.1 * t, lambda t=t: self._attempt(p, t, parent, 0))
+                self.events.after(0.1 * t, partial(self._attempt, p, t, parent, 0))
         return go
 
     async def _new_job(self, parent: Parent) -> bool:
@@ -65,7 +66,9 @@ class _Variant:
             out["retryable" if made.reason in (Reason.rate_limited, Reason.concurrency_limit) else "terminal"] += 1
             return False
         out["jobs"] += 1
-        parent.job = await sim.jobs.resolve("acme", made.id)
+        job = await sim.jobs.resolve("acme", made.id)
+        assert not isinstance(job, Refusal)   # made a moment ago, in the same store
+        parent.job = job
         return True
 
     async def _task_over(self, parent: Parent) -> None:
@@ -75,7 +78,7 @@ class _Variant:
 
     async def _attempt(self, p: int, t: int, parent: Parent, n: int) -> None:
         sim, out, events = self.sim, self.out, self.events
-        job = parent.job
+        job: JobBudgets | Refusal | None = parent.job
         if self.variant == "client makes up job ids":
             job = await sim.jobs.resolve("acme", f"job_{p:013d}{t:013d}")   # never issued: job_not_found
         decision = await sim.reserve("acme", UNITS, job=job) if not isinstance(job, Refusal) else None
@@ -91,7 +94,9 @@ class _Variant:
         out["units"].append((sim.clock.elapsed, UNITS))
         if parent.job is not None:
             [rec] = await sim.jobs.records("acme", [parent.job.meta.id])
-            out["peak"] = max(out["peak"], rec.value.used)
+            value = job_value(rec)
+            assert value is not None   # a job's record stays after it ends
+            out["peak"] = max(out["peak"], value.used)
 
         async def done() -> None:
             await sim.settle(decision, UNITS)

@@ -9,6 +9,7 @@ fields have unexpected types reads as ``None`` (the readers then fall back to th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -50,7 +51,7 @@ class Chunk(msgspec.Struct):
     created: int | None = None
     model: str | None = None
     choices: list[Choice] | None = None
-    usage: dict | None = None
+    usage: dict[str, object] | None = None
     error: object = None
 
 
@@ -73,7 +74,7 @@ def parsed(event: SseEvent) -> Chunk | None:
     return None if chunk is _UNREADABLE else chunk
 
 
-def texts(chunk: Chunk):
+def texts(chunk: Chunk) -> Iterator[str]:
     """Every output text field of a chunk, for a quick look (a brace, say)."""
     for choice in chunk.choices or ():
         if choice.text is not None:

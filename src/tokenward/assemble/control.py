@@ -12,10 +12,10 @@ import time
 from typing import Any
 
 from ..keys.invalidate import is_redis_url
-from .metrics import ENFORCEMENT
-from .repo import ControlRepo
-from .runtime import ControlRuntime
-from .service import ControlOps
+from ..control.metrics import ENFORCEMENT
+from ..control.repo import ControlRepo
+from ..control.runtime import ControlRuntime
+from ..control.service import ControlOps
 
 log = logging.getLogger("tokenward.control")
 
@@ -32,12 +32,12 @@ def open_signal_store(config, inherited: Any = None):
 
         return RedisSignalStore(RedisStore(url, max(config.store.timeout_ms / 1000, 1.0), config.store.client),
                                 config.store.key_prefix)
-    previous = getattr(inherited, "extras", {}).get("signal_store") if inherited is not None else None
+    previous = inherited.signal_store if inherited is not None else None
     return previous if isinstance(previous, MemorySignalStore) else MemorySignalStore()
 
 
 async def _repo(services, clock) -> ControlRepo:
-    keystore = services.extras.get("keystore")
+    keystore = services.keystore
     if keystore is None:   # no identity stage: open the configured key store's database ourselves
         from ..keys.store import open_keystore
 
@@ -50,9 +50,9 @@ async def _repo(services, clock) -> ControlRepo:
 
 async def open_control(services) -> ControlRuntime:
     config = services.config
-    clock = services.extras.get("clock", time.time)
+    clock = services.clock
     store = open_signal_store(config, getattr(services, "inherited", None))
-    services.extras["signal_store"] = store
+    services.signal_store = store
     if store.name != "memory":
         services.on_close(store.close)
     repo = await _repo(services, clock)
@@ -62,8 +62,8 @@ async def open_control(services) -> ControlRuntime:
     services.on_close(runtime.close)
     ops = ControlOps(repo, runtime.announce, frozenset(config.tenants), frozenset(config.models),
                      config.abuse.appeal_grace_s if config.abuse is not None else 0.0)
-    services.extras["control"] = runtime
-    services.extras["control_ops"] = ops
+    services.control = runtime
+    services.control_ops = ops
     ENFORCEMENT.runtime = runtime
     ENFORCEMENT.services = services
     if config.abuse is not None:
@@ -72,12 +72,12 @@ async def open_control(services) -> ControlRuntime:
         engine = AbuseEngine(config, store, ops, runtime, clock)
         await engine.start()
         services.on_close(engine.close)
-        services.extras["abuse"] = engine
-        services.extras["observe"] = engine.observer
+        services.abuse = engine
+        services.observe = engine.observer
         ENFORCEMENT.engine = engine
-    admin = services.extras.get("admin")
+    admin = services.admin
     if admin is not None:
-        from .admin import mount
+        from ..control.admin import mount
 
         mount(admin, services)
     return runtime

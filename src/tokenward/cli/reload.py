@@ -1,7 +1,7 @@
 """Config reload without a restart: SIGHUP, or ``POST /admin/reload``.
 
 The config file is loaded and verified exactly as ``serve`` and ``check-config`` do
-(config/verify.py); a config that does not pass is refused and the running one keeps
+(cli/check.py); a config that does not pass is refused and the running one keeps
 serving. A config that passes becomes a new ``Gateway`` (plans, tenants, models, routes,
 screening, cache, upstreams: everything the stages are built from), started beside the
 running one; once it has started, the server hands it every new request, on open
@@ -22,11 +22,11 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .config import load_config
-from .errors import ConfigError
+from ..config import load_config
+from ..errors import ConfigError
 
 if TYPE_CHECKING:
-    from .http.serving import HttpServer
+    from ..http.serving import HttpServer
 
 _FIXED = (("server", None), ("edge", "max_header_bytes"), ("edge", "max_headers"))
 
@@ -40,9 +40,9 @@ class Reloader:
         self.config_path = Path(config_path)
 
     async def __call__(self, server: HttpServer) -> str:
-        from .app import Gateway
-        from .config.verify import verify_config
-        from .http.serving import StartupFailed
+        from ..app import Gateway
+        from .check import verify_config
+        from ..http.serving import StartupFailed
 
         try:
             config = load_config(self.config_path)

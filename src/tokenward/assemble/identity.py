@@ -13,12 +13,12 @@ import sys
 from typing import Any
 
 from ..config.loader import effective_plan
-from ..config.schema import Config, PlanConfig
+from ..config.schema import Config, DemoConfig, PlanConfig
 from ..keys.invalidate import RedisInvalidation, is_redis_url
 from ..keys.last_used import LastUsedBatcher
 from ..keys.service import KeyService
 from ..keys.store import KeyStore, open_keystore
-from .apikeys import ApiKeyAuthenticator
+from ..identity.apikeys import ApiKeyAuthenticator
 
 log = logging.getLogger("tokenward.identity")
 
@@ -62,11 +62,11 @@ async def open_identity(services: Any, plans: dict[str, tuple[str, PlanConfig]])
             await invalidation.publish(key_id)
 
     keys = KeyService(store, announce)
-    services.extras["keystore"] = store
-    services.extras["keys"] = keys
+    services.keystore = store
+    services.keys = keys
     _mount_admin(services, keys)
     if config.demo is not None:
-        await _demo_key(config, keys)
+        await _demo_key(config.demo, keys)
     return IdentityParts(store, keys, authenticator, invalidation, batcher)
 
 
@@ -80,24 +80,10 @@ def _mount_admin(services: Any, keys: KeyService) -> None:
         return
     from ..admin import AdminApi
 
-    services.extras["admin"] = AdminApi(keys, token, services.config)
+    services.admin = AdminApi(keys, token, services.config)
 
 
-async def create_demo_key(config: Config) -> None:
-    """The demo key of a several-worker start, made once by the parent before it forks
-    (each worker would otherwise make and print its own)."""
-    async def no_announce(key_id: str) -> None:
-        return None  # a new key is in no cache yet
-
-    store = await open_keystore(config.keystore.url)
-    try:
-        await _demo_key(config, KeyService(store, no_announce))
-    finally:
-        await store.close()
-
-
-async def _demo_key(config: Config, keys: KeyService) -> None:
-    demo = config.demo
+async def _demo_key(demo: DemoConfig, keys: KeyService) -> None:
     plaintext, _ = await keys.create(demo.tenant, name="demo", reason="demo mode start-up", reviewer="tokenward")
     if demo.print_key:
         sys.stdout.write(f"demo key: {plaintext}\n")

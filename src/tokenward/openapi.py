@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from ..config.schema import RouteConfig
-from ..errors import Reason
-from ..validation.schemas import ROUTE_SCHEMAS
+from .config.schema import RouteConfig
+from .errors import Reason
+from .validation.schemas import ROUTE_SCHEMAS
 
 _REF = "#/components/schemas/{name}"
 

@@ -12,7 +12,7 @@ left for start-up to find. Every failure is a ``ConfigError`` naming the path.
 from __future__ import annotations
 
 from ..errors import ConfigError
-from .schema import Config
+from ..config.schema import Config
 
 _LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -45,7 +45,7 @@ def _check_server_tls(cfg: Config) -> None:
         return
     import ssl
 
-    from ..cli.serve import server_tls
+    from ..http.tls import server_tls
 
     try:
         server_tls(cfg)

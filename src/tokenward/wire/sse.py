@@ -12,6 +12,10 @@ and ``malformed``: a line that is neither a comment nor an SSE field (``data``, 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .chunks import Chunk
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 DONE_DATA = b"[DONE]"
@@ -30,7 +34,7 @@ class SseEvent:
 
     def __init__(self, raw: bytes) -> None:
         self.raw = raw
-        self.parsed = None  # the typed chunk, once a reader decoded it (upstream/chunks.py)
+        self.parsed: Chunk | None = None  # the typed chunk, once a reader decoded it (wire/chunks.py)
         if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
             self.data = raw[6:].rstrip(b"\n")   # the common shape: one data line
             self.malformed = False

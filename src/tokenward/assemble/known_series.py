@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from .metrics import METRICS
+from ..observe.metrics import METRICS
 
 log = logging.getLogger("tokenward.metrics")
 
@@ -26,7 +26,7 @@ MAX_KEYS = 10_000       # keys listed at start beyond this are seeded when they 
 async def seed(services: Any) -> None:
     config = services.config
     from ..control.metrics import ENFORCEMENT
-    from ..identity.wiring import tenant_plans
+    from .identity import tenant_plans
 
     tenants = tuple(config.tenants)
     paths = [r.path for r in config.routes or ()]
@@ -56,7 +56,7 @@ async def seed(services: Any) -> None:
             shadow = "true" if rule.shadow or config.abuse.shadow else "false"
             ENFORCEMENT.actions[(rule.action, rule.name, rule.subject, shadow, "true")] += 0
             ENFORCEMENT.exempted[rule.name] += 0
-    if services.extras.get("admin") is not None:
+    if services.admin is not None:
         for tenant in tenants:
             for action in OPERATOR_ACTIONS:
                 ENFORCEMENT.controls[(action, tenant)] += 0
@@ -77,7 +77,7 @@ def _seed_screening(services: Any) -> None:
 
 
 async def _seed_keys(services: Any) -> None:
-    keys = services.extras.get("keys")
+    keys = services.keys
     if keys is None:
         return
     try:

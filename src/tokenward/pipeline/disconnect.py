@@ -10,11 +10,12 @@ for ``http.disconnect``.
 from __future__ import annotations
 
 import asyncio
+from typing import Any, Awaitable, Callable
 
-from ..pipeline.context import Receive
+from .context import Receive
 
 
-def _cycle_with_hook(receive: Receive):
+def _cycle_with_hook(receive: Receive) -> Any:
     """The request cycle behind ``receive``, if it calls ``on_disconnect`` (our server's does)."""
     cycle = getattr(receive, "__self__", None)
     return cycle if getattr(cycle, "supports_disconnect_hook", False) else None
@@ -26,13 +27,13 @@ class DisconnectWatch:
     def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
         self._receive = receive
         self._loop = loop
-        self._target: asyncio.Task | None = None
-        self._task: asyncio.Task | None = None
-        self._cycle = None
+        self._target: asyncio.Task[Any] | None = None
+        self._task: asyncio.Task[Any] | None = None
+        self._cycle: Any = None
         self.armed = False
         self.fired = False
         # set by ``cancel``: answers the client (still there) once the request has unwound
-        self.then = None
+        self.then: Callable[[], Awaitable[None]] | None = None
 
     def arm(self) -> None:
         """Start watching; call only after the request body has been read."""
@@ -58,7 +59,7 @@ class DisconnectWatch:
             self._task.cancel()
         self._task = None
 
-    def cancel(self, then=None) -> bool:
+    def cancel(self, then: Callable[[], Awaitable[None]] | None = None) -> bool:
         """End the request from outside while it is being forwarded (an operator's cancel),
         as a disconnect would; ``then``, a coroutine function, answers the client after the
         unwinding (app.py). False: not being forwarded now."""

@@ -6,14 +6,13 @@ import time
 
 import msgspec
 
-from ..config.schema import Config
-from ..pipeline.context import RequestContext
-from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.usage import Usage
-from .responses import JSON
+from .config.schema import Config
+from .pipeline.context import RequestContext
+from .pipeline.stage import Exit, ExitKind
+from .reconcile.usage import NOTHING_USED
+from .http.responses import JSON
 
 _encode = msgspec.json.encode
-_NOTHING = Usage(0, 0, "counted")
 
 
 class ModelList:
@@ -36,7 +35,7 @@ class ModelList:
         headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
         headers += ctx.response_headers
         await ctx.outbound.whole(200, headers, body)
-        return Exit(ExitKind.COMPLETED, None, _NOTHING)
+        return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
 
 
 HEALTHY = _encode({"status": "ok"})

@@ -1,0 +1,49 @@
+"""The stage order, declared once. Cheap checks first; ``forward`` is the runner's last step.
+
+Each entry names a stage and the function that builds it from the gateway's services
+(``services.py``); a builder may return None when the config leaves its stage out (no
+screening policy, no cache). Adding a stage means adding its module here and its builder
+to this tuple; nothing is looked up by a string.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
+
+from . import (s10_edge, s20_identity, s30_entitlement, s35_control, s40_validate, s50_work, s60_admit,
+               s70_screen, s80_transform, s85_cache)
+
+if TYPE_CHECKING:
+    from ..pipeline.stage import Stage
+
+# builder(services) -> the stage, or None; a coroutine for the builders that open stores
+Builder = Callable[[Any], "Stage | None | Awaitable[Stage | None]"]
+
+STAGES: tuple[tuple[str, Builder], ...] = (
+    ("edge", s10_edge.build),
+    ("identity", s20_identity.build),
+    ("entitlement", s30_entitlement.build),
+    ("control", s35_control.build),     # enforcement actions and operator controls, once identity decided
+    ("validation", s40_validate.build),
+    ("work", s50_work.build),
+    ("admission", s60_admit.build),
+    ("screening", s70_screen.build),
+    ("transform", s80_transform.build),
+    ("cache", s85_cache.build),
+)
+
+
+def replaced(name: str, builder: Builder, stages: tuple[tuple[str, Builder], ...] = STAGES
+             ) -> tuple[tuple[str, Builder], ...]:
+    """The same order with the stage ``name`` built by ``builder`` instead (tests, benches)."""
+    if name not in {slot for slot, _ in stages}:
+        raise KeyError(f"no stage named {name!r}")
+    return tuple((slot, builder if slot == name else built) for slot, built in stages)
+
+
+def only(names: set[str], stages: tuple[tuple[str, Builder], ...] = STAGES) -> tuple[tuple[str, Builder], ...]:
+    """The same order with only the stages ``names`` (benches that price a part)."""
+    unknown = names - {slot for slot, _ in stages}
+    if unknown:
+        raise KeyError(f"no stages named {sorted(unknown)}")
+    return tuple((slot, built) for slot, built in stages if slot in names)

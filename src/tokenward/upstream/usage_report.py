@@ -1,0 +1,31 @@
+"""A backend's usage report, held to what the request could have used.
+
+``bounded`` clamps the report (reconcile/usage.py ``clamp``) to the request's bounds
+(reconcile/bounds.py) before anything reads it: settle, metrics, the decision record, the
+usage chunk the gateway writes. What was out of bounds is recorded on the request
+(``notes.usage_out_of_bounds``) and counted by upstream and dimension
+(``tokenward_usage_out_of_bounds_total``), so a lying or buggy backend shows.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..observe.metrics import METRICS
+from ..reconcile.bounds import usage_bounds
+from ..reconcile.usage import Usage, clamp
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+
+def bounded(ctx: RequestContext, upstream: str, usage: Usage) -> Usage:
+    """``usage`` clamped to the request's bounds; what was cut is recorded and counted."""
+    if usage.prompt_tokens is None and usage.completion_tokens is None:
+        return usage
+    kept, cut = clamp(usage, usage_bounds(ctx))
+    if cut is not None:
+        ctx.note("usage_out_of_bounds", cut)
+        for dimension in cut:
+            METRICS.usage_out_of_bounds(upstream, dimension)
+    return kept
