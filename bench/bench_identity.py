@@ -72,7 +72,7 @@ async def measure(stages, key: str, body: bytes, n: int, repeat: int) -> tuple[f
     for _ in range(repeat):
         t0 = time.process_time()
         for _ in range(n):
-            ctx.principal = ctx.entitlement = ctx.payload = None
+            ctx.principal = ctx.entitlement = None
             ctx.body = body
             refusal = await identity.admit(ctx)
             if refusal is None:

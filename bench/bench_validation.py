@@ -4,7 +4,7 @@ work stages), for a typical 1 KB chat request. Target: <= 100 microseconds.
     python bench/bench_validation.py [--iterations 20000]
 
 Runs the two stages' ``admit`` exactly as the pipeline does (a fresh request context each
-time, the body decoded, checked, normalized, counted, ``ctx.payload`` and ``ctx.work``
+time, the body decoded, checked, normalized, counted, ``ctx.request`` and ``ctx.work``
 set), without the HTTP server or the event loop: neither stage awaits anything, so each
 coroutine is driven to completion with one ``send``. CPU time is process time, best of 3.
 

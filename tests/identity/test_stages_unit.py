@@ -9,7 +9,7 @@ from tokenward.config.loader import effective_plan, parse_config
 from tokenward.errors import Refusal
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Principal
-from tokenward.stages.peek import decode_peek
+from tokenward.wire.request_body import RequestBody
 from tokenward.stages.s20_identity import _credential, _end_user
 from tokenward.stages.s30_entitlement import EntitlementStage
 
@@ -50,7 +50,7 @@ async def test_bodies_that_do_not_fit_the_peek_are_left_to_validation(stage, bod
     ctx = _ctx(body, _principal("globex"))
     assert await stage.admit(ctx) is None
     assert ctx.entitlement.models == frozenset({"small-chat"})
-    assert ctx.body == body and ctx.payload is None
+    assert ctx.body == body and ctx.parsed.version == 1   # not rewritten
 
 
 async def test_a_body_without_a_model_string_is_left_to_validation(stage):
@@ -72,14 +72,14 @@ async def test_entitlements_are_shared_per_tenant_and_scope(stage):
     assert first.entitlement is second.entitlement
 
 
-async def test_system_prompt_rewrite_sets_payload_and_body(stage):
+async def test_system_prompt_rewrite_sets_the_next_version_of_the_body(stage):
     body = msgspec.json.encode({"model": "small-chat", "max_tokens": 5, "messages": [
         {"role": "system", "content": "evil"}, {"role": "user", "content": "hi"}]})
     ctx = _ctx(body, _principal("globex"))
     assert await stage.admit(ctx) is None
     expected = {"model": "small-chat", "max_tokens": 5, "messages": [
         {"role": "system", "content": "Server prompt."}, {"role": "user", "content": "hi"}]}
-    assert ctx.payload == expected
+    assert ctx.parsed.tree() == expected and ctx.parsed.version == 2
     assert ctx.body == msgspec.json.encode(expected)
     assert ctx.notes == {"system_prompt": "replaced"}
     assert ctx.entitlement.system_prompt == "Server prompt."
@@ -103,7 +103,7 @@ def test_credentials_are_read_from_authorization_or_x_api_key_only():
 
 def test_end_user_label_is_a_short_string_or_nothing():
     def end_user(body: bytes) -> str | None:
-        return _end_user(decode_peek(body))
+        return _end_user(RequestBody(body).peek())
 
     assert end_user(b'{"user": "alice"}') == "alice"
     assert end_user(b'{"user": 5}') is None

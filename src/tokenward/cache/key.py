@@ -25,11 +25,11 @@ import msgspec
 from msgspec import UNSET
 
 from ..budget.limits import tenant_namespace
+from ..wire.request_body import RequestBody
 
 # fields that do not change the answer: left out of every key (and of the semantic cache's
 # shape); KeyMaker's typed path clears them by name, so keep the two in step
 IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
-_decode = msgspec.json.decode
 encode_sorted = msgspec.json.Encoder(order="sorted").encode
 _encode = msgspec.json.encode
 
@@ -48,7 +48,7 @@ class KeyMaker:
         # tenant -> (its key prefix, the keyed hash with the tenant already fed in)
         self._tenants: dict[str, tuple[str, Any]] = {}
 
-    def __call__(self, tenant: str, body: bytes, typed: Any = None) -> tuple[str, int | None]:
+    def __call__(self, tenant: str, body: RequestBody | bytes, typed: Any = None) -> tuple[str, int | None]:
         """(the key, the request's output limit). ``typed``: the validated request's struct
         when ``body`` is exactly its encoding (no stage rewrote it)."""
         if typed is not None:
@@ -69,7 +69,7 @@ class KeyMaker:
                     typed.max_completion_tokens = completion_cap
             limit = completion_cap if isinstance(completion_cap, int) else saved[3]
         else:
-            request = _decode(body)
+            request = dict((body if isinstance(body, RequestBody) else RequestBody(body)).tree())
             limit = request.get("max_completion_tokens") or request.get("max_tokens")
             for field in IGNORED:
                 request.pop(field, None)

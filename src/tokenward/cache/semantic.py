@@ -30,24 +30,24 @@ from typing import Any, NamedTuple
 import msgspec
 
 from ..config.schema import SemanticCacheConfig
+from ..wire.request_body import RequestBody
 from .key import IGNORED, encode_sorted
 
-_decode = msgspec.json.decode
 # placeholders, numbers, words with a capital anywhere (Paris, iPhone, S24), quoted strings
 _GUARD = re.compile(r"\{[A-Z][A-Z_]*_\d+\}|\d+(?:[.,]\d+)*|\b[a-z]*[A-Z][\w-]*|\"[^\"]{1,80}\"|'[^']{1,80}'")
 _NEGATION = re.compile(r"\b(?:not|no|never|without|none|nor|cannot)\b|n't\b|\bnon-", re.IGNORECASE)
 _SENTENCE_START = re.compile(r"(?:^|[.!?]\s+)([A-Z][\w-]*)")
 
 
-def question(body: bytes) -> tuple[str, bytes] | None:
+def question(body: RequestBody | bytes) -> tuple[str, bytes] | None:
     """(the text compared, the rest of the request in canonical form), or None when the
     request has no single text to compare (the last message is not the user's, or is not
     text)."""
+    if not isinstance(body, RequestBody):
+        body = RequestBody(body)
     try:
-        request = _decode(body)
-    except msgspec.DecodeError:
-        return None
-    if not isinstance(request, dict):
+        request = dict(body.tree())   # a copy of the top level: the ignored fields are dropped
+    except (msgspec.DecodeError, msgspec.ValidationError):
         return None
     for field in IGNORED:
         request.pop(field, None)

@@ -12,6 +12,7 @@ from typing import Any, Awaitable, Callable
 
 from ..errors import Refusal
 from ..reconcile.usage import UNKNOWN, Usage
+from ..wire.request_body import RequestBody
 from .lifecycle import Lifecycle
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -21,7 +22,7 @@ Header = tuple[bytes, bytes]
 class RequestContext:
     __slots__ = (
         "request_id", "method", "path", "headers", "receive", "send", "started_ns",
-        "lifecycle", "route", "body", "payload", "peek", "model", "stream",
+        "lifecycle", "route", "parsed", "model", "stream",
         "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
         "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
         "reason", "status", "notes", "disconnect", "transforms", "outbound", "answered_by", "cache",
@@ -39,11 +40,9 @@ class RequestContext:
         self.started_ns = started_ns
         self.lifecycle = Lifecycle()
         self.route: Any = None
-        self.body: bytes = b""
-        # The request body decoded once, by whichever stage needs it first.
-        self.payload: dict[str, Any] | None = None
-        # The stages' lenient look at the body before validation (stages/peek.py), cached.
-        self.peek: Any = None
+        # The body's bytes and every view decoded from them, once per version
+        # (wire/request_body.py); ``body`` reads and replaces its bytes.
+        self.parsed = RequestBody()
         self.model: str | None = None
         self.stream = False
         self.principal: Any = None
@@ -75,6 +74,14 @@ class RequestContext:
         # The agent job the request runs in (jobs/runs.py JobRun), set by admission; the
         # forwarder asks it right before dispatch.
         self.job: Any = None
+
+    @property
+    def body(self) -> bytes:
+        return self.parsed.raw
+
+    @body.setter
+    def body(self, raw: bytes) -> None:
+        self.parsed.replace(raw)
 
     def add_transform(self, transform: Any) -> None:
         if self.transforms is None:

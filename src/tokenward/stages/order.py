@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from . import (s10_edge, s20_identity, s30_entitlement, s35_control, s40_validate, s50_work, s60_admit,
-               s70_screen, s80_transform, s85_cache)
+from . import (s10_edge, s20_identity, s25_dialect, s30_entitlement, s35_control, s40_validate, s50_work,
+               s60_admit, s70_screen, s80_transform, s85_cache)
 
 if TYPE_CHECKING:
     from ..pipeline.stage import Stage
@@ -22,10 +22,12 @@ Builder = Callable[[Any], "Stage | None | Awaitable[Stage | None]"]
 STAGES: tuple[tuple[str, Builder], ...] = (
     ("edge", s10_edge.build),
     ("identity", s20_identity.build),
+    ("dialect", s25_dialect.build),     # Responses and Messages requests become their chat view
     ("entitlement", s30_entitlement.build),
     ("control", s35_control.build),     # enforcement actions and operator controls, once identity decided
     ("validation", s40_validate.build),
     ("work", s50_work.build),
+    ("count_tokens", s25_dialect.build_count),   # /v1/messages/count_tokens answered with work's count
     ("admission", s60_admit.build),
     ("screening", s70_screen.build),
     ("transform", s80_transform.build),

@@ -25,7 +25,7 @@ from ..identity.jwt import JwtVerifier, TokenRejected
 from ..assemble.identity import open_identity, tenant_plans
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
-from .peek import BodyPeek, body_peek
+from ..wire.request_body import BodyPeek
 from .s10_edge import read_body
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ class IdentityStage(BaseStage):
             if refusal is not None:
                 return refusal
         if ctx.body:
-            end_user = _end_user(body_peek(ctx))
+            end_user = _end_user(ctx.parsed.peek())
             if end_user is not None:
                 result = msgspec.structs.replace(result, end_user=end_user)
         ctx.principal = result

@@ -29,17 +29,14 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
-from .peek import VLLM_FIELDS, BodyPeek, body_peek
+from ..wire.request_body import FIRST_VLLM_FIELD, VLLM_FIELDS
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
-_FIRST_VLLM = len(BodyPeek.__struct_fields__) - len(VLLM_FIELDS)
 _NO_VLLM = (None,) * len(VLLM_FIELDS)
 _astuple = msgspec.structs.astuple
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 
 class TenantRules:
@@ -89,7 +86,7 @@ class EntitlementStage(BaseStage):
             rules = self.rules[principal.tenant] = TenantRules(principal.plan)
         entitlement = rules.entitlement(principal.scopes)
         if ctx.body:
-            peek = body_peek(ctx)   # None: validation refuses the body with the precise error
+            peek = ctx.parsed.peek()   # None: validation refuses the body with the precise error
             if peek is not None:
                 refusal = self._check(ctx, rules, entitlement, peek)
                 if refusal is not None:
@@ -172,7 +169,7 @@ def _check_features(peek, features: frozenset[str]) -> Refusal | None:
     if (peek.logprobs not in (None, False) or peek.top_logprobs is not None) and "logprobs" not in features:
         return _feature_denied("logprobs", "logprobs" if peek.logprobs not in (None, False) else "top_logprobs")
     if "vllm_extensions" not in features:
-        extensions = _astuple(peek)[_FIRST_VLLM:]
+        extensions = _astuple(peek)[FIRST_VLLM_FIELD:]
         if extensions != _NO_VLLM:
             # Each field is also enabled by its own name (validation bounds what it lets through).
             for name, value in zip(VLLM_FIELDS, extensions):
@@ -189,13 +186,10 @@ def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: list) -> R
                            "your plan does not allow setting a system prompt", param="messages")
         return None
     # A consumer plan: the server's prompt replaces whatever the caller sent (or adds it).
-    payload = ctx.payload if ctx.payload is not None else _decode(ctx.body)
+    payload = ctx.parsed.edit()
     kept = [m for m in payload["messages"] if not (isinstance(m, dict) and m.get("role") in SYSTEM_ROLES)]
-    payload = dict(payload)
     payload["messages"] = [{"role": "system", "content": rules.system_prompt}, *kept]
-    ctx.payload = payload
-    ctx.body = _encode(payload)
-    ctx.peek = None   # the body changed: a later peek decodes the new one
+    ctx.parsed.rewrite(payload)   # the next version: its peek is decoded afresh when asked
     ctx.note("system_prompt", "replaced" if has_system else "added")
     return None
 

@@ -27,7 +27,6 @@ from ..budget.store import StoreUnavailable
 from ..control.metrics import ENFORCEMENT
 from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
-from .peek import body_peek
 
 if TYPE_CHECKING:
     from ..control.runtime import ControlRuntime
@@ -39,11 +38,6 @@ STORE_DOWN = Refusal(Reason.budget_store_unavailable, "the budget store is unava
                     headers=((b"retry-after", b"1"),))
 
 
-class _Stream(msgspec.Struct):
-    stream: object = None
-
-
-_stream_of = msgspec.json.Decoder(_Stream).decode
 
 
 def _retry(left_s: float) -> tuple[tuple[bytes, bytes], ...]:
@@ -56,18 +50,11 @@ def _paused(what: str, until: float, now: float) -> Refusal:
                    headers=_retry(until - now))
 
 
-def _streams(ctx: RequestContext) -> bool:
-    try:
-        return _stream_of(ctx.body).stream is True
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return False
-
-
 def _pause_refusal(ctx: RequestContext, pauses: dict[str, float], now: float) -> Refusal | None:
     until = pauses.get("all", 0.0)
     if until > now:
         return _paused("the API", until, now)
-    peek = body_peek(ctx) if ctx.body else None
+    peek = ctx.parsed.peek()
     if peek is not None and peek.model.__class__ is str:
         until = pauses.get("model:" + peek.model, 0.0)
         if until > now:
@@ -76,7 +63,7 @@ def _pause_refusal(ctx: RequestContext, pauses: dict[str, float], now: float) ->
     if until > now and peek is not None and (peek.tools or peek.functions):
         return _paused("tool use", until, now)
     until = pauses.get("streaming", 0.0)
-    if until > now and ctx.body and _streams(ctx):
+    if until > now and peek is not None and peek.stream is True:
         return _paused("streaming", until, now)
     return None
 
@@ -145,7 +132,7 @@ class ControlStage(BaseStage):
         return None
 
     def _restrict(self, ctx: RequestContext, enforced: Enforced, left_s: float) -> Refusal | None:
-        peek = body_peek(ctx) if ctx.body else None
+        peek = ctx.parsed.peek()
         if enforced.no_tools and peek is not None and (peek.tools or peek.functions):
             return Refusal(Reason.key_restricted, "this API key is restricted: requests with tools are refused "
                            "for now", param="tools", headers=_retry(left_s))

@@ -4,8 +4,8 @@ Reads the body the entitlement stage left (it may have rewritten it), and leaves
 
 - ``ctx.request``: the ``NormalizedRequest`` (typed body, outer items, candidates,
   clamped output, attachments) the work stage counts;
-- ``ctx.payload``: None (the body is not parsed a third time: later stages read
-  ``ctx.request``, and the forwarder decodes the body only when it must change it);
+- the body's typed view decoded once (wire/request_body.py ``typed``): later stages read
+  ``ctx.request``, and the forwarder decodes the body only when it must change it;
 - ``ctx.body``: unchanged unless validation changed something (a clamped
   ``max_tokens``, normalized text): then the re-encoded request, so the backend reads
   exactly what screening and counting saw. A body nothing changed is never re-serialized.
@@ -51,12 +51,13 @@ class ValidationStage(BaseStage):
         self.pdf_reader = pdf_reader   # a started-on-first-use attachments.pdf.PdfExtractor
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
-        path = ctx.route.path if ctx.route is not None else ctx.path
+        route = ctx.route   # a dialect's route validates as chat (stages/s25_dialect.py)
+        path = getattr(route, "validates", route.path) if route is not None else ctx.path
         if path not in self.paths:
             return None  # a route without a body (GET /v1/models)
         plan = plan_of(ctx)
         try:
-            request = self.validator.validate(path, ctx.body, plan, features_of(ctx, plan))
+            request = self.validator.validate(path, ctx.parsed, plan, features_of(ctx, plan))
         except Refusal as refusal:
             return refusal
         serves = self.serves
@@ -69,10 +70,8 @@ class ValidationStage(BaseStage):
                 return read
             request = read
         if request.changed:
-            ctx.body = _encode(request.body)
-        # The body is authoritative from here on: a dict an earlier stage decoded may be
-        # stale, and later stages read the typed ``request`` instead of parsing again.
-        ctx.payload = None
+            ctx.body = _encode(request.body)   # the next version: no view of the old bytes survives
+        # later stages read the typed ``request`` instead of parsing again
         ctx.request = request
         ctx.model = request.model
         ctx.stream = request.stream

@@ -19,10 +19,8 @@ record is deleted by the settle that uses it.
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
-import msgspec
 
 from ..budget import policy
 from ..budget.admission import Admitter, Decision
@@ -43,14 +41,6 @@ if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
 
-class _Peek(msgspec.Struct):
-    model: object = None
-    max_tokens: object = None
-    max_completion_tokens: object = None
-    n: object = None
-
-
-_peek = msgspec.json.Decoder(_Peek).decode
 _NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
 _UNPRICED = (policy.FREE, None)
 
@@ -160,9 +150,8 @@ class AdmissionStage(BaseStage):
             model, max_tokens = request.model, getattr(body, "max_tokens", None)
             completion, n = getattr(body, "max_completion_tokens", None), getattr(body, "n", None)
         else:
-            try:
-                peek = _peek(ctx.body)
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            peek = ctx.parsed.peek()
+            if peek is None:
                 return None, None, None  # validation names the problem; reserve the worst case
             model, max_tokens, completion, n = peek.model, peek.max_tokens, peek.max_completion_tokens, peek.n
         limit = _int(max_tokens)

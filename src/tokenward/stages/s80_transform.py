@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 
 from ..errors import Reason, Refusal
 from ..observe.metrics import METRICS
@@ -37,8 +36,6 @@ from ..validation.plan import plan_of
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 _TOOL_FIELDS = ("tools", "tool_choice", "functions", "function_call", "parallel_tool_calls")
 _OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
 
@@ -54,15 +51,14 @@ class TransformStage(BaseStage):
         if screened is None:
             return None
         if screened.rewrites:
-            body = _decode(ctx.body)
+            body = ctx.parsed.edit()
             if screened.restrict:
                 _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
             if screened.pii_spans is not None:
                 refusal = self._mask(ctx, screened, body)
                 if refusal is not None:
                     return refusal
-            ctx.body = _encode(body)
-            ctx.payload = None
+            ctx.parsed.rewrite(body)
         if screened.output_find is not None:
             # registered after the restorer, so it reads the answer first, while this
             # request's own values are still placeholders: only what the model wrote is masked

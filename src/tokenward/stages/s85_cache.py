@@ -169,7 +169,7 @@ class CacheStage(BaseStage):
                 return self._bypass(ctx)
         tenant = ctx.principal.tenant
         screening = ctx.screening
-        key, limit = self._key(tenant, ctx.body, None if screening is not None and screening.rewrites else request.body)
+        key, limit = self._key(tenant, ctx.parsed, None if screening is not None and screening.rewrites else request.body)
         note = {"outcome": "miss"}
         ctx.note("cache", note)
         semantic = None
@@ -205,7 +205,7 @@ class CacheStage(BaseStage):
     async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None, note: dict):
         """(what indexes this request once answered, or None; a paraphrase's entry, or None)."""
         index = self.semantic
-        asked = question(ctx.body)
+        asked = question(ctx.parsed)
         if asked is None:
             return None, None
         shape, guard = index.probe(tenant, *asked)

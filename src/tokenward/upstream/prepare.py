@@ -14,18 +14,7 @@ from ..pipeline.context import RequestContext
 from .targets import Target, TargetTable
 
 
-class _Peek(msgspec.Struct):
-    model: object = None
-    stream: object = False
-    stream_options: object = None
-
-
-_peek = msgspec.json.Decoder(_Peek).decode
 _decode = msgspec.json.decode
-# The top-level members only, each kept as its raw bytes: a rename or the usage option
-# rewrites one member, so the messages are copied through, not decoded and encoded again
-# (12 KB chat body: 4.7 us against 10.4 for a full decode and encode).
-_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 _encode = msgspec.json.encode
 
 
@@ -55,16 +44,29 @@ def _peek_fields(ctx: RequestContext) -> tuple[object, object, object]:
     request = ctx.request
     if request is not None:   # validated: the typed body, no second parse
         return request.model, request.stream, getattr(request.body, "stream_options", None)
-    payload = ctx.payload
-    if payload is not None:
-        return payload.get("model"), payload.get("stream", False), payload.get("stream_options")
+    # Not validated (a gateway built without that stage): the top-level members.
+    members = _members(ctx)
+    model, stream, options = members.get("model"), members.get("stream", False), members.get("stream_options")
     try:
-        peek = _peek(ctx.body)
+        return _value(model), _value(stream), _value(options)
+    except msgspec.DecodeError as exc:
+        raise _invalid_json(exc) from None
+
+
+def _value(member: object) -> object:
+    return _decode(member) if isinstance(member, msgspec.Raw) else member
+
+
+def _members(ctx: RequestContext) -> dict[str, object]:
+    """The body's top-level members (wire/request_body.py): a rename or the usage option
+    rewrites one member, so the messages are copied through, not decoded and encoded again
+    (12 KB chat body: 4.7 us against 10.4 for a full decode and encode)."""
+    try:
+        return ctx.parsed.members()
     except msgspec.ValidationError:
         raise Refusal(Reason.invalid_json, "request body must be a JSON object") from None
     except msgspec.DecodeError as exc:
         raise _invalid_json(exc) from None
-    return peek.model, peek.stream, peek.stream_options
 
 
 def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> UpstreamCall:
@@ -82,15 +84,7 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):
         return UpstreamCall(target, upstream_path, ctx.body, stream, wants_usage)
-    payload = ctx.payload
-    if payload is None:
-        try:
-            payload = _members(ctx.body)
-        except msgspec.ValidationError:
-            raise Refusal(Reason.invalid_json, "request body must be a JSON object") from None
-        except msgspec.DecodeError as exc:
-            raise _invalid_json(exc) from None
-    payload = dict(payload)
+    payload = dict(_members(ctx))
     if target.renames:
         payload["model"] = target.backend_model
     if needs_usage:

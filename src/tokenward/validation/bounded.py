@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from ..errors import Reason, Refusal
+from ..wire.request_body import RequestBody
 
 _AT = re.compile(r" - at `\$(.*)`$")
 _KEY_AT = re.compile(r" - at `key` in `\$(.*)`$")
@@ -81,10 +82,11 @@ def too_deep(param: str | None, limit: int | None = None) -> Refusal:
     return Refusal(Reason.json_too_deep, f"JSON nested too deeply{where}{bound}", param=param)
 
 
-def decode_request(body: bytes, decoder: msgspec.json.Decoder) -> Any:
-    """The body as the route's Struct, or a ``Refusal`` raised with the right reason."""
+def decode_request(body: RequestBody | bytes, decoder: msgspec.json.Decoder) -> Any:
+    """The body as the route's Struct (a request body's typed view, wire/request_body.py),
+    or a ``Refusal`` raised with the right reason."""
     try:
-        return decoder.decode(body)
+        return body.typed(decoder) if isinstance(body, RequestBody) else decoder.decode(body)
     except msgspec.ValidationError as exc:
         raise validation_refusal(exc) from None
     except msgspec.DecodeError as exc:

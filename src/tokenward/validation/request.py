@@ -18,6 +18,7 @@ from msgspec import UNSET
 
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
+from ..wire.request_body import RequestBody
 from .bounded import decode_request
 from .bounds import (
     candidates,
@@ -34,11 +35,6 @@ from .result import Findings, NormalizedRequest
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from .structured import check_standard
 
-class _ModelPeek(msgspec.Struct):
-    model: object = None
-
-
-_peek_model = msgspec.json.Decoder(_ModelPeek).decode
 _DECODERS = {
     ChatCompletionRequest: msgspec.json.Decoder(ChatCompletionRequest),
     CompletionRequest: msgspec.json.Decoder(CompletionRequest),
@@ -57,10 +53,13 @@ class Validator:
             "/v1/embeddings": self.embeddings,
         }
 
-    def validate(self, path: str, body: bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
+    def validate(self, path: str, body: RequestBody | bytes, plan: PlanConfig,
+                 features: frozenset[str]) -> NormalizedRequest:
         return self.routes[path](body, plan, features)
 
-    def _start(self, schema: type, body: bytes) -> tuple[Any, int]:
+    def _start(self, schema: type, body: RequestBody | bytes) -> tuple[Any, int]:
+        if not isinstance(body, RequestBody):
+            body = RequestBody(body)
         try:
             req = decode_request(body, _DECODERS[schema])
         except Refusal as refusal:
@@ -121,9 +120,13 @@ class Validator:
         return _result("embeddings", req, items, 1, 0, norm, findings)
 
 
-def _peeked_model(body: bytes) -> object:
-    try:
-        return _peek_model(body).model
+def _peeked_model(body: RequestBody) -> object:
+    peek = body.peek()
+    if peek is not None:
+        return peek.model
+    try:   # a body whose other members do not fit the peek: its model member alone
+        model = body.members().get("model")
+        return msgspec.json.decode(model) if isinstance(model, msgspec.Raw) else model
     except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
 

@@ -1,0 +1,163 @@
+"""The request body: its bytes, a version every rewrite bumps, and the views decoded from them.
+
+Every part of the gateway that reads the client's JSON reads it here, and each view is
+decoded at most once per version of the body:
+
+- ``peek()``: the lenient look the stages before validation share (identity's ``user``,
+  entitlement's model, tools and features, the control stage's model and ``stream``,
+  admission's output bound when no validation ran). Fields are typed ``object`` where a
+  stage only tells "present and of the right type", so a body that validation will refuse
+  precisely still peeks; a body that does not fit even this reads as None.
+- ``typed(decoder)``: the route's strict schema (validation/request.py hands in its decoder),
+  raising msgspec's error for validation to turn into a precise refusal.
+- ``tree()`` and ``edit()``: the whole body as Python values, for a stage that rewrites it
+  (a system prompt replaced, personal data masked). ``edit()`` hands the caller a tree it
+  owns; ``rewrite(tree)`` encodes it as the next version and keeps it as that version's tree.
+- ``members()``: the top-level members as raw bytes, for the forward step's one-member edits
+  (a model rename, the usage option), so the messages are copied, not decoded and encoded.
+
+Assigning new bytes (``replace``) bumps the version and drops every view, so no stage can
+read a view of bytes that are no longer the body (before, each stage kept its own cache and
+had to remember to clear the others'). Sans-IO: bytes in, values out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+# vLLM's request fields beyond OpenAI's API (sampling, guided decoding, templating).
+VLLM_FIELDS = (
+    "use_beam_search", "top_k", "min_p", "repetition_penalty", "length_penalty", "stop_token_ids",
+    "include_stop_str_in_output", "ignore_eos", "min_tokens", "skip_special_tokens",
+    "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
+    "prompt_logprobs", "add_generation_prompt", "continue_final_message", "add_special_tokens",
+    "documents", "chat_template", "chat_template_kwargs", "mm_processor_kwargs", "guided_json",
+    "guided_regex", "guided_choice", "guided_grammar", "guided_decoding_backend",
+    "guided_whitespace_pattern", "structured_outputs", "priority", "return_tokens_as_token_ids",
+    "logits_processors", "vllm_xargs", "kv_transfer_params", "cache_salt", "structural_tag",
+    "return_token_ids", "request_id", "prompt_embeds",
+)
+
+
+class _Name(msgspec.Struct):
+    name: object = None
+
+
+class _Tool(msgspec.Struct):
+    type: object = None
+    function: _Name | None = None
+    custom: _Name | None = None
+
+
+class _Message(msgspec.Struct):
+    role: object = None
+
+
+class _ResponseFormat(msgspec.Struct):
+    type: object = None
+
+
+# vLLM fields come last: one tuple comparison tells whether any of them is present
+# (stages/s30_entitlement.py).
+BodyPeek = msgspec.defstruct("BodyPeek", [
+    ("model", object, None),
+    ("user", object, None),
+    ("messages", "list[_Message] | None", None),
+    ("tools", "list[_Tool] | None", None),
+    ("functions", "list[_Name] | None", None),
+    ("tool_choice", object, None),
+    ("function_call", object, None),
+    ("response_format", "_ResponseFormat | None", None),
+    ("best_of", object, None),
+    ("logprobs", object, None),
+    ("top_logprobs", object, None),
+    ("stream", object, None),
+    ("stream_options", object, None),
+    ("max_tokens", object, None),
+    ("max_completion_tokens", object, None),
+    ("n", object, None),
+    *((name, object, None) for name in VLLM_FIELDS),
+], module=__name__)
+FIRST_VLLM_FIELD = len(BodyPeek.__struct_fields__) - len(VLLM_FIELDS)
+
+_decode_peek = msgspec.json.Decoder(BodyPeek).decode
+_decode_tree = msgspec.json.Decoder(dict[str, Any]).decode
+_decode_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_encode = msgspec.json.encode
+_UNFIT = object()   # cached: this version was peeked at and does not fit the peek's shape
+_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+
+
+class RequestBody:
+    __slots__ = ("raw", "version", "_peek", "_tree", "_members", "_typed", "_typed_by")
+
+    def __init__(self, raw: bytes = b"") -> None:
+        self.raw = raw
+        self.version = 0
+        self._clear()
+
+    def _clear(self) -> None:
+        self._peek: Any = None
+        self._tree: dict[str, Any] | None = None
+        self._members: dict[str, Any] | None = None
+        self._typed: Any = None
+        self._typed_by: Any = None
+
+    def replace(self, raw: bytes) -> None:
+        """New bytes for the body: the next version, with no view decoded yet."""
+        self.raw = raw
+        self.version += 1
+        self._clear()
+
+    def rewrite(self, tree: dict[str, Any]) -> None:
+        """The body becomes ``tree`` encoded; the tree stays as that version's ``tree()``."""
+        self.replace(_encode(tree))
+        self._tree = tree
+
+    def peek(self) -> Any:
+        """The lenient ``BodyPeek`` of this version, or None when there is no body or it
+        does not fit (validation then refuses it with the precise error)."""
+        peek = self._peek
+        if peek is None:
+            if not self.raw:
+                return None
+            try:
+                peek = _decode_peek(self.raw)
+            except _ERRORS:
+                peek = _UNFIT
+            self._peek = peek
+        return peek if peek is not _UNFIT else None
+
+    def typed(self, decoder: msgspec.json.Decoder[Any]) -> Any:
+        """This version decoded by ``decoder`` (a route's strict schema); msgspec's error
+        propagates for the caller to name."""
+        if self._typed_by is not decoder:
+            self._typed = decoder.decode(self.raw)
+            self._typed_by = decoder
+        return self._typed
+
+    def tree(self) -> dict[str, Any]:
+        """The body as Python values, to read (edit() for a tree to change)."""
+        tree = self._tree
+        if tree is None:
+            tree = self._tree = _decode_tree(self.raw)
+        return tree
+
+    def edit(self) -> dict[str, Any]:
+        """A tree of this version the caller owns: change it, then ``rewrite`` it."""
+        tree = self._tree
+        if tree is None:
+            return _decode_tree(self.raw)
+        self._tree = None
+        return tree
+
+    def members(self) -> dict[str, Any]:
+        """The top-level members, each a ``msgspec.Raw`` unless the tree is already decoded."""
+        if self._tree is not None:
+            return self._tree
+        members = self._members
+        if members is None:
+            members = self._members = _decode_members(self.raw)
+        return members
