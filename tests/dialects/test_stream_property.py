@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from tokenward.dialects import messages_schema, responses_schema
 from tokenward.dialects.messages_stream import MessagesStream
 from tokenward.dialects.responses_stream import ResponsesStream
-from tokenward.upstream.chunks import parsed
-from tokenward.upstream.sse import SseSplitter
+from tokenward.wire.chunks import parsed
+from tokenward.wire.sse import SseSplitter
 
 from .chat_chunks import call_chunks, end_chunks, text_chunks
 from .loopback import serving

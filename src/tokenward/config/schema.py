@@ -106,6 +106,9 @@ class UpstreamConfig(_Strict):
     # (reconcile/bounds.py, docs/upstreams.md "Bounded answers").
     answer_bytes_per_token: int = 8192
     answer_slack_bytes: int = 65536
+    # The request dialects this backend serves itself (docs/dialects.md): a request in
+    # another one is translated to chat completions and its answer translated back.
+    dialects: tuple[Literal["chat", "responses", "messages"], ...] = ("chat",)
 
 
 class ModelConfig(_Strict):
@@ -403,4 +406,8 @@ DEFAULT_ROUTES: tuple[RouteConfig, ...] = (
     RouteConfig(path="/v1/completions"),
     RouteConfig(path="/v1/embeddings"),
     RouteConfig(path="/v1/models", methods=("GET",), content_types=()),
+    # agents' own APIs (docs/dialects.md)
+    RouteConfig(path="/v1/responses"),
+    RouteConfig(path="/v1/messages"),
+    RouteConfig(path="/v1/messages/count_tokens"),
 )

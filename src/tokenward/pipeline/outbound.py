@@ -92,6 +92,11 @@ class Outbound:
             for outer in transforms[i + 1:]:
                 flushed = outer.events(flushed)
             held += flushed
+        for transform in transforms:
+            # a transform that writes the stream's end itself (a dialect's closing events)
+            close = getattr(transform, "close", None)
+            if close is not None:
+                tail = close(tail)
         if held:
             tail = b"".join([e.raw for e in held]) + tail
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})

@@ -1,0 +1,183 @@
+"""The way out of a dialect request: its answer, its refusals and its headers in its API's terms.
+
+The pipeline works on the chat-completions view of a Responses or Messages request, so
+what leaves it is chat: a completion, chunks, OpenAI's error envelope, OpenAI's
+``x-ratelimit-*`` headers. Two pieces turn that into the client's API:
+
+- ``TranslatedAnswer``, the dialect stage's response transform (pipeline/outbound.py):
+  a whole completion becomes a ``response`` / ``message`` object, a stream's chunks
+  become the dialect's typed events (``ResponsesStream`` / ``MessagesStream``), and the
+  stream's end (``close``: the usage chunk and ``[DONE]``, or the in-band error) its
+  closing events. It is registered first, so it runs last: the personal-data restorer
+  and the cache capture see chat, as on ``/v1/chat/completions``.
+- ``DialectSend``, which wraps the request's ASGI ``send`` from the dialect stage on:
+  every response head gets the API's rate-limit headers (Anthropic's
+  ``anthropic-ratelimit-*`` on ``/v1/messages``), every refusal ``x-should-retry: false``
+  when retrying cannot help (a 4xx other than 408 and 429), and on ``/v1/messages`` a
+  refusal's body becomes Anthropic's envelope. ``x-tokenward-reason`` is kept as it is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Union
+
+import msgspec
+
+from ..errors import Reason
+from ..wire.sse import SseEvent, SseSplitter
+from . import messages_schema, messages_translate, responses_schema, responses_translate
+from .common import encode
+from .envelopes import messages_error_body
+from .messages_stream import MessagesStream
+from .ratelimit import anthropic_from_openai
+from .responses_stream import ResponsesStream
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+Clock = Callable[[], float]
+# the official SDKs do not retry an answer that carries it (http/responses.py NO_RETRY)
+NO_RETRY = (b"x-should-retry", b"false")
+Parsed = Union[responses_schema.Parsed, messages_schema.Parsed]
+
+
+class _Peek(msgspec.Struct):
+    choices: object = None
+    error: object = None
+
+
+class _Error(msgspec.Struct):
+    message: str = ""
+    code: Union[str, None] = None
+
+
+class _Envelope(msgspec.Struct):
+    error: Union[_Error, None] = None
+
+
+_peek = msgspec.json.Decoder(_Peek).decode
+_envelope = msgspec.json.Decoder(_Envelope).decode
+
+
+def _status_of(code: str | None, default: int = 500) -> int:
+    member = Reason.__members__.get(code or "")
+    return member.status if member is not None else default
+
+
+def _error_of(data: bytes) -> _Error | None:
+    try:
+        return _envelope(data).error
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
+class TranslatedAnswer:
+    """The chat answer back into the dialect, whole or streamed (one per request)."""
+
+    __slots__ = ("dialect", "parsed", "input_tokens", "clock", "_stream")
+
+    def __init__(self, dialect: str, parsed: Parsed, input_tokens: Callable[[], int], clock: Clock) -> None:
+        self.dialect = dialect
+        self.parsed = parsed
+        self.input_tokens = input_tokens     # the work stage's prompt count, read when the stream starts
+        self.clock = clock
+        self._stream: ResponsesStream | MessagesStream | None = None
+
+    # -- whole answers --------------------------------------------------------------
+    def whole(self, body: bytes) -> bytes:
+        try:
+            peek = _peek(body)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return body
+        if peek.choices is None:
+            return body     # an error envelope: DialectSend writes it in the API's shape
+        if self.dialect == "responses":
+            assert isinstance(self.parsed, responses_schema.Parsed)
+            return encode(responses_translate.response_from_chat(body, self.parsed))
+        assert isinstance(self.parsed, messages_schema.Parsed)
+        return encode(messages_translate.message_from_chat(body, self.parsed))
+
+    # -- streams --------------------------------------------------------------------
+    def _translator(self) -> ResponsesStream | MessagesStream:
+        stream = self._stream
+        if stream is None:
+            if isinstance(self.parsed, responses_schema.Parsed):
+                stream = ResponsesStream(self.parsed, created_at=int(self.clock()))
+            else:
+                stream = MessagesStream(self.parsed, input_tokens=self.input_tokens())
+            self._stream = stream
+        return stream
+
+    def events(self, events: list[SseEvent]) -> list[SseEvent]:
+        stream = self._translator()
+        out = [stream.start()]
+        for event in events:
+            data = event.data
+            if not data or event.done:
+                continue
+            parsed = event.parsed
+            out.append(stream.feed(parsed if parsed is not None else data))
+        raw = b"".join(out)
+        return [SseEvent(raw)] if raw else []
+
+    def finish(self) -> list[SseEvent]:
+        return []   # nothing held back; the end is written by ``close``
+
+    def close(self, tail: bytes) -> bytes:
+        """The stream's last bytes (a usage chunk and ``[DONE]``, or an error event) as the
+        dialect's closing events: ``response.completed`` / ``message_stop``, or ``error``."""
+        stream = self._translator()
+        out = []
+        for event in SseSplitter().feed(tail):
+            data = event.data
+            if not data or event.done:
+                continue
+            error = _error_of(data)
+            if error is not None:
+                code = error.code or "upstream_error"
+                if isinstance(stream, MessagesStream):
+                    return b"".join(out) + stream.error(code, error.message, _status_of(code))
+                return b"".join(out) + stream.error(code, error.message)
+            out.append(stream.feed(data))
+        return b"".join(out) + stream.finish()
+
+
+class DialectSend:
+    """The request's ASGI ``send`` with the dialect's headers and refusal envelope."""
+
+    __slots__ = ("_send", "dialect", "_clock", "_held")
+
+    def __init__(self, send: Send, dialect: str, clock: Clock) -> None:
+        self._send = send
+        self.dialect = dialect
+        self._clock = clock
+        self._held: dict[str, Any] | None = None
+
+    def _headers(self, status: int, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+        if self.dialect == "messages":
+            headers = anthropic_from_openai(headers, self._clock())
+        if 400 <= status < 500 and status not in (408, 429) and NO_RETRY not in headers:
+            headers.append(NO_RETRY)
+        return headers
+
+    async def __call__(self, message: dict[str, Any]) -> None:
+        kind = message["type"]
+        if kind == "http.response.start":
+            status = message["status"]
+            message = {**message, "headers": self._headers(status, list(message.get("headers") or ()))}
+            if status >= 400 and self.dialect == "messages":
+                self._held = message     # the body follows: rewritten into Anthropic's envelope
+                return
+        elif kind == "http.response.body" and self._held is not None:
+            start, self._held = self._held, None
+            body = self._anthropic(start["status"], message.get("body", b""))
+            start["headers"] = [(k, v) for k, v in start["headers"] if k != b"content-length"]
+            start["headers"].append((b"content-length", b"%d" % len(body)))
+            await self._send(start)
+            message = {**message, "body": body}
+        await self._send(message)
+
+    @staticmethod
+    def _anthropic(status: int, body: bytes) -> bytes:
+        error = _error_of(body)
+        if error is None:
+            return body
+        return messages_error_body(error.code or "upstream_error", status, error.message)
