@@ -57,6 +57,10 @@ class ToolUseBlock(Strict, tag_field="type", tag="tool_use", kw_only=True):
     name: ToolName
     input: Raw            # a JSON object: checked as one by the translation
     cache_control: CC = UNSET
+    # what the SDK sends back from an answer's block (anthropic>=2.x): who called the tool,
+    # the toolset it came from; accepted, not translated (a chat tool call has neither)
+    caller: Union[Raw, None, UnsetType] = UNSET
+    toolset_name: Union[ShortText, None, UnsetType] = UNSET
 
 
 class ToolResultBlock(Strict, tag_field="type", tag="tool_result", kw_only=True):

@@ -1,0 +1,184 @@
+"""The official SDKs through the gateway, translated to chat completions for the mock backend.
+
+``openai``: ``responses.create`` whole and streamed, ``responses.stream`` (the SDK's own
+accumulator checks the event order), a function-tool round trip. ``anthropic``:
+``messages.create``, ``messages.stream``, ``messages.count_tokens``, a ``tool_use`` round
+trip. Each checks what the backend received (the chat request) and that the answer equals
+the chat answer to the same request.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tokenward.tokenize.tiktoken_files import load_encoding
+
+from tests.dialects.gateway import MODEL, anthropic_client, backend_body, dialect_gateway, openai_client
+
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+QUESTION = "What is the weather in Paris today?"
+
+
+@pytest.fixture
+async def running(tmp_path):
+    async with dialect_gateway(tmp_path) as pair:
+        yield pair
+
+
+async def chat_twin(gw, **body) -> str:
+    """The content of the chat answer to the same request (the mock is deterministic)."""
+    reply = await openai_client(gw).chat.completions.create(model=MODEL, **body)
+    return reply.choices[0].message.content
+
+
+# -- OpenAI's Responses API --------------------------------------------------------------------
+
+
+async def test_responses_whole(running):
+    backend, gw = running
+    sdk = openai_client(gw)
+    answer = await sdk.responses.create(model=MODEL, instructions="Be brief.", input="hello there",
+                                        max_output_tokens=8, temperature=0.5)
+    sent = await backend_body(backend)
+    assert sent == {"model": MODEL, "max_tokens": 8, "temperature": 0.5,
+                    "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]}
+    assert answer.object == "response" and answer.status == "incomplete"   # the mock ran to max_output_tokens
+    assert answer.incomplete_details.reason == "max_output_tokens"
+    twin = await chat_twin(gw, max_tokens=8, temperature=0.5,
+                           messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}])
+    assert answer.output_text == twin and twin
+    assert answer.usage.output_tokens == 8 and answer.usage.input_tokens > 0
+    assert answer.usage.total_tokens == answer.usage.input_tokens + 8
+
+
+async def test_responses_streamed_with_the_sdks_accumulator(running):
+    backend, gw = running
+    sdk = openai_client(gw)
+    # the mock answers 16 tokens: under the bound, the response completes
+    async with sdk.responses.stream(model=MODEL, input="hello there", max_output_tokens=60) as stream:
+        kinds = [event.type async for event in stream]
+        final = await stream.get_final_response()
+    assert (await backend_body(backend))["stream_options"] == {"include_usage": True}
+    assert kinds[:2] == ["response.created", "response.in_progress"] and kinds[-1] == "response.completed"
+    assert kinds.count("response.output_text.delta") == 16
+    assert final.output_text == await chat_twin(gw, max_tokens=60, messages=[{"role": "user", "content": "hello there"}])
+    assert final.usage.output_tokens == 16 and final.status == "completed"
+    raw = await sdk.responses.create(model=MODEL, input="hello there", max_output_tokens=6, stream=True)
+    numbers = [event.sequence_number async for event in raw]
+    assert numbers == list(range(len(numbers)))
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_responses_function_tool_round_trip(running, stream):
+    backend, gw = running
+    sdk = openai_client(gw, **{"x-mock-tool-call": "get_weather", "x-mock-echo": "5"})
+    tools = [{"type": "function", "name": "get_weather", "description": "Weather now", "parameters": WEATHER}]
+    asked = [{"role": "user", "content": QUESTION}]
+    if stream:
+        async with sdk.responses.stream(model=MODEL, input=asked, tools=tools, max_output_tokens=200) as events:
+            deltas = [e.delta async for e in events if e.type == "response.function_call_arguments.delta"]
+            first = await events.get_final_response()
+        assert len(deltas) > 1
+    else:
+        first = await sdk.responses.create(model=MODEL, input=asked, tools=tools, max_output_tokens=200)
+    sent = await backend_body(backend)
+    assert sent["tools"] == [{"type": "function", "function": {"name": "get_weather", "parameters": WEATHER,
+                                                               "description": "Weather now"}}]
+    (call,) = [item for item in first.output if item.type == "function_call"]
+    assert call.name == "get_weather" and json.loads(call.arguments) == {"echo": QUESTION}
+    assert first.status == "completed"
+    # the result goes back with the call, as an agent loop sends it
+    plain = openai_client(gw, **{"x-mock-echo": "5"})
+    second = await plain.responses.create(
+        model=MODEL, tools=tools, max_output_tokens=200,
+        input=[*asked, call, {"type": "function_call_output", "call_id": call.call_id, "output": "18C, sunny"}])
+    sent = await backend_body(backend)
+    assistant, result = sent["messages"][1], sent["messages"][2]
+    assert assistant["role"] == "assistant" and assistant["tool_calls"][0]["id"] == call.call_id
+    assert assistant["tool_calls"][0]["function"] == {"name": "get_weather", "arguments": call.arguments}
+    assert result == {"role": "tool", "tool_call_id": call.call_id, "content": "18C, sunny"}
+    assert second.output_text == QUESTION     # the echo: the last user text, as the backend got it
+
+
+# -- Anthropic's Messages API ------------------------------------------------------------------
+
+
+async def test_messages_create(running):
+    backend, gw = running
+    async with anthropic_client(gw) as sdk:
+        message = await sdk.messages.create(model=MODEL, max_tokens=8, system="Be brief.", stop_sequences=["###"],
+                                            messages=[{"role": "user", "content": "hello there"}])
+    sent = await backend_body(backend)
+    assert sent == {"model": MODEL, "max_tokens": 8, "stop": ["###"],
+                    "messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}]}
+    assert message.type == "message" and message.role == "assistant" and message.stop_reason == "max_tokens"
+    twin = await chat_twin(gw, max_tokens=8, stop=["###"],
+                           messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": "hello there"}])
+    assert message.content[0].text == twin
+    assert message.usage.output_tokens == 8 and message.usage.input_tokens > 0
+
+
+async def test_messages_stream(running):
+    backend, gw = running
+    async with anthropic_client(gw) as sdk:
+        async with sdk.messages.stream(model=MODEL, max_tokens=6,
+                                       messages=[{"role": "user", "content": "hello there"}]) as stream:
+            kinds = [event.type async for event in stream]
+            final = await stream.get_final_message()
+        counted = await sdk.messages.count_tokens(model=MODEL, messages=[{"role": "user", "content": "hello there"}])
+    assert kinds[0] == "message_start" and kinds[-1] == "message_stop"
+    assert final.content[0].text == await chat_twin(gw, max_tokens=6, messages=[{"role": "user", "content": "hello there"}])
+    assert final.stop_reason == "max_tokens" and final.usage.output_tokens == 6
+    # message_start carries the gateway's own prompt count, which count_tokens answers too
+    assert final.usage.input_tokens > 0 and counted.input_tokens > 0
+
+
+async def test_count_tokens_is_the_gateways_count_and_forwards_nothing(running):
+    backend, gw = running
+    before = await backend.requests()
+    messages = [{"role": "user", "content": "How many tokens is this sentence, counted with o200k_base?"}]
+    async with anthropic_client(gw) as sdk:
+        counted = await sdk.messages.count_tokens(model=MODEL, system="You count.", messages=messages)
+        longer = await sdk.messages.count_tokens(model=MODEL, system="You count.",
+                                                 messages=[{"role": "user", "content": messages[0]["content"] * 3}])
+    assert await backend.requests() == before
+    words = len(load_encoding("o200k_base").encode(messages[0]["content"]))
+    assert counted.input_tokens > words   # the text plus the chat template's tokens
+    assert longer.input_tokens - counted.input_tokens == 2 * words
+    record = gw.decisions()[-1]
+    assert record["route"] == "/v1/messages/count_tokens" and record["answered_by"] == "count_tokens"
+    assert record["notes"]["dialect"] == "messages" and "admission" not in record["stages_us"]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_messages_tool_use_round_trip(running, stream):
+    backend, gw = running
+    tools = [{"name": "get_weather", "description": "Weather now", "input_schema": WEATHER}]
+    asked = [{"role": "user", "content": QUESTION}]
+    async with anthropic_client(gw, **{"x-mock-tool-call": "get_weather", "x-mock-echo": "4"}) as sdk:
+        if stream:
+            async with sdk.messages.stream(model=MODEL, max_tokens=200, tools=tools, messages=asked) as events:
+                partial = [e async for e in events if e.type == "content_block_delta"]
+                first = await events.get_final_message()
+            assert len(partial) > 1 and all(e.delta.type == "input_json_delta" for e in partial)
+        else:
+            first = await sdk.messages.create(model=MODEL, max_tokens=200, tools=tools, messages=asked,
+                                              tool_choice={"type": "tool", "name": "get_weather"})
+            assert (await backend_body(backend))["tool_choice"] == {"type": "function",
+                                                                    "function": {"name": "get_weather"}}
+    (use,) = [block for block in first.content if block.type == "tool_use"]
+    assert first.stop_reason == "tool_use" and use.name == "get_weather" and use.input == {"echo": QUESTION}
+    async with anthropic_client(gw, **{"x-mock-echo": "4"}) as sdk:
+        second = await sdk.messages.create(model=MODEL, max_tokens=200, tools=tools, messages=[
+            *asked, {"role": "assistant", "content": first.content},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18C, sunny"}]}])
+    sent = await backend_body(backend)
+    assistant, result = sent["messages"][1], sent["messages"][2]
+    assert assistant["tool_calls"][0]["id"] == use.id and json.loads(
+        assistant["tool_calls"][0]["function"]["arguments"]) == {"echo": QUESTION}
+    assert result == {"role": "tool", "tool_call_id": use.id, "content": "18C, sunny"}
+    assert second.content[0].text == QUESTION and second.stop_reason == "end_turn"
