@@ -81,7 +81,7 @@ class Gateway:
         # the status page's per-tenant screening counts (control/status.py), when it is served
         self._observe = self.services.observe or self.services.status_tally
         self._forwarder = Forwarder(self.services.targets, self.config.stream)
-        self.runner = Runner(self.services.stages, self._forwarder, self._respond_refusal, self._finish,
+        self.runner = Runner(self.services.stages, self._forwarder, self._finish,
                              routes={"/v1/models": self._models})
         if self._freeze_gc:
             # What start-up built lives as long as the process: keep it out of every GC pass.
@@ -118,17 +118,6 @@ class Gateway:
         self.active += 1
         try:
             await runner.run(ctx)
-        except asyncio.CancelledError:
-            if ctx.disconnect.fired:
-                # Our own cancellation after the client left: the request is over, not the server.
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-                then = ctx.disconnect.then
-                if then is not None:   # an operator's cancel (control/streams.py): the client is still there
-                    await then()
-                return
-            raise
         finally:
             self.active -= 1
 
@@ -204,9 +193,6 @@ class Gateway:
         if self.reload_hook is None:
             raise RuntimeError("this gateway was not started by tokenward serve; it cannot reload itself")
         return {"reloaded": await self.reload_hook()}
-
-    async def _respond_refusal(self, ctx: RequestContext, refusal: Refusal) -> None:
-        await send_refusal(ctx.send, refusal, ctx.request_id.encode())
 
     def _finish(self, ctx: RequestContext) -> None:
         METRICS.observe(ctx)

@@ -33,7 +33,6 @@ class ModelList:
                             "data": [m for name, m in self._models.items() if name in entitled]})
         ctx.status = 200
         headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
-        headers += ctx.response_headers
         await ctx.outbound.whole(200, headers, body)
         return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
 

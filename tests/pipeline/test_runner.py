@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from time import perf_counter_ns
+from typing import NamedTuple
 
 import pytest
 
@@ -84,16 +86,31 @@ class Harness:
                 raise forward_raises
             return forward_exit or Exit(ExitKind.COMPLETED, None, Usage(1, 2, "reported"))
 
-        async def respond(ctx, refusal):
-            self.responses.append(refusal)
-
-        self.runner = Runner(stages, forward, respond, self.finished.append)
+        self.runner = Runner(stages, forward, self.finished.append)
 
     def ctx(self) -> RequestContext:
         async def receive():
             return {"type": "http.disconnect"}
 
-        return RequestContext("r1", "POST", "/v1/chat/completions", [], receive, None, perf_counter_ns())
+        async def send(message):
+            # every refusal leaves through the request's one way out (pipeline/outbound.py)
+            if message["type"] == "http.response.start":
+                reason = dict(message["headers"]).get(b"x-tokenward-reason")
+                self._head = (message["status"], reason)
+            elif self._head is not None:
+                status, reason = self._head
+                error = json.loads(message["body"])["error"]
+                self.responses.append(Sent(status, Reason[reason.decode()], error["message"]))
+                self._head = None
+
+        self._head: tuple | None = None
+        return RequestContext("r1", "POST", "/v1/chat/completions", [], receive, send, perf_counter_ns())
+
+
+class Sent(NamedTuple):
+    status: int
+    reason: Reason
+    message: str
 
 
 def _all_returned(ledger: Ledger) -> None:
@@ -294,10 +311,112 @@ async def test_the_forwarder_writes_through_the_transforms():
         await ctx.outbound.end_stream(b"data: [DONE]\n\n")
         return Exit(ExitKind.COMPLETED, None, Usage(1, 1, "reported"))
 
-    runner = Runner([Taking("a", ledger), Transforming("mask", b"!")], forward, None, lambda ctx: None)
+    runner = Runner([Taking("a", ledger), Transforming("mask", b"!")], forward, lambda ctx: None)
     h = Harness([])
     ctx = h.ctx()
     ctx.send = send
     await runner.run(ctx)
     assert [m.get("body") for m in sent[1:]] == [b"data: 1!\n\n", b"data: [DONE]\n\n"]
     assert ledger.events[-1] == ("complete", "a")
+
+
+class Heading(BaseStage):
+    """A stage that sets a response header, as admission sets the rate-limit headers."""
+
+    name = "heading"
+
+    async def admit(self, ctx):
+        ctx.response_headers.append((b"x-ratelimit-remaining-tokens", b"42"))
+        return None
+
+
+def _recorder():
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    return sent, send
+
+
+@pytest.mark.parametrize("how", ["written", "raised"])
+async def test_a_refusal_from_the_forward_step_carries_the_response_headers_and_passes_the_transforms(how):
+    """The forward step refuses (an upstream that cannot be reached, a job stopped at
+    dispatch, a model the table does not know): whether it writes the refusal through the
+    way out or raises it, the answer carries the headers the stages set and passes the
+    transforms they registered, as an answer would."""
+    sent, send = _recorder()
+
+    async def forward(ctx):
+        refusal = Refusal(Reason.upstream_unavailable, "the backend could not be reached")
+        if how == "raised":
+            raise refusal
+        await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
+        return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, Usage(0, 0, "counted"))
+
+    runner = Runner([Heading(), Transforming("restore", b"|restored")], forward, lambda ctx: None)
+    ctx = Harness([]).ctx()
+    ctx.send = send
+    await runner.run(ctx)
+    head = dict(sent[0]["headers"])
+    assert sent[0]["status"] == Reason.upstream_unavailable.status
+    assert head[b"x-tokenward-reason"] == b"upstream_unavailable"
+    assert head[b"x-ratelimit-remaining-tokens"] == b"42"
+    assert sent[1]["body"].endswith(b"|restored")
+    assert ctx.deciding_stage == "forward" and ctx.reason == "upstream_unavailable"
+
+
+async def test_a_stage_refusal_leaves_by_the_same_way_out():
+    sent, send = _recorder()
+    h = Harness([Heading(), Transforming("restore", b"|restored"), Refusing()])
+    ctx = h.ctx()
+    ctx.send = send
+    await h.runner.run(ctx)
+    head = dict(sent[0]["headers"])
+    assert sent[0]["status"] == 429 and head[b"x-tokenward-reason"] == b"token_budget"
+    assert head[b"x-ratelimit-remaining-tokens"] == b"42"
+    assert sent[1]["body"].endswith(b"|restored") and h.forwarded == 0
+
+
+@pytest.mark.parametrize("streaming", [False, True])
+async def test_a_cancel_from_outside_ends_the_request_through_the_way_out(streaming):
+    """An operator's cancel (control/streams.py) or a stopped job (jobs/runs.py) hands the
+    disconnect watch the refusal; the runner unwinds, then sends it: an envelope (through
+    the transforms) before the answer started, an in-band error event ending a started
+    stream, with the stages' headers either way."""
+    from tokenward.pipeline.disconnect import DisconnectWatch
+
+    sent, send = _recorder()
+    ledger = Ledger()
+    started = asyncio.Event()
+
+    async def forward(ctx):
+        ctx.disconnect.arm()
+        if streaming:
+            ctx.lifecycle.move(State.STREAMING)
+            await ctx.outbound.start_stream(200, [])
+        started.set()
+        await asyncio.sleep(3600)
+
+    async def receive():
+        await asyncio.sleep(3600)
+
+    runner = Runner([Heading(), Taking("a", ledger), Transforming("restore", b"|restored")], forward,
+                    lambda ctx: None)
+    ctx = RequestContext("r1", "POST", "/v1/chat/completions", [], receive, send, perf_counter_ns())
+    ctx.disconnect = DisconnectWatch(receive, asyncio.get_running_loop())
+    task = asyncio.ensure_future(runner.run(ctx))
+    await started.wait()
+    assert ctx.disconnect.cancel(Refusal(Reason.stream_cancelled, "cancelled by the operator"))
+    await task                                     # ends normally: the cancel was the gateway's own
+    _all_returned(ledger)
+    head = dict(sent[0]["headers"])
+    assert head[b"x-ratelimit-remaining-tokens"] == b"42"
+    if streaming:
+        assert sent[0]["status"] == 200
+        # the stream's end is the gateway's own event (what transforms held back comes first)
+        assert sent[-1]["more_body"] is False and b"stream_cancelled" in sent[-1]["body"]
+    else:
+        assert sent[0]["status"] == Reason.stream_cancelled.status
+        assert head[b"x-tokenward-reason"] == b"stream_cancelled"
+        assert sent[1]["body"].endswith(b"|restored")

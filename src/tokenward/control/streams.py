@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..errors import Reason, Refusal
-from ..http.responses import NO_RETRY, sse_error_event
+from ..http.responses import NO_RETRY
 from ..observe.metrics import METRICS
 from ..pipeline.lifecycle import State
 
@@ -76,14 +76,4 @@ def cancel_request(ctx: RequestContext, note: dict | None = None) -> bool:
         ctx.status = 200 if started else Reason.stream_cancelled.status
     ctx.note("cancelled", note or {"by": "operator"})
 
-    async def answer() -> None:
-        refusal = Refusal(Reason.stream_cancelled, CANCELLED, headers=(NO_RETRY,))
-        try:
-            if started:
-                await ctx.outbound.end_stream(sse_error_event(refusal))
-            else:
-                await ctx.outbound.refusal(refusal)
-        except Exception:  # the client left meanwhile, or the response could not end cleanly
-            pass
-
-    return watch.cancel(answer)
+    return watch.cancel(Refusal(Reason.stream_cancelled, CANCELLED, headers=(NO_RETRY,)))

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 from ..budget import job_policy
 from ..budget.store import StoreUnavailable
 from ..errors import Reason, Refusal
-from ..http.responses import NO_RETRY, sse_error_event
+from ..http.responses import NO_RETRY
 from ..pipeline.lifecycle import State
 from .terms import job_value
 
@@ -105,18 +105,7 @@ class JobRuns:
             ctx.reason = reason.name
             ctx.deciding_stage = "jobs"
             ctx.status = 200 if started else reason.status
-        refusal = Refusal(reason, _message(run.job.meta.id, reason), headers=(NO_RETRY,))
-
-        async def answer() -> None:
-            try:
-                if started:
-                    await ctx.outbound.end_stream(sse_error_event(refusal))
-                else:
-                    await ctx.outbound.refusal(refusal)
-            except Exception:  # the client left meanwhile
-                pass
-
-        watch.cancel(answer)
+        watch.cancel(Refusal(reason, _message(run.job.meta.id, reason), headers=(NO_RETRY,)))
         return 1
 
     async def _watch(self) -> None:

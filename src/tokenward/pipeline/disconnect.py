@@ -10,7 +10,9 @@ for ``http.disconnect``.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable
+from typing import Any
+
+from ..errors import Refusal
 
 from .context import Receive
 
@@ -22,7 +24,7 @@ def _cycle_with_hook(receive: Receive) -> Any:
 
 
 class DisconnectWatch:
-    __slots__ = ("_receive", "_loop", "_target", "_task", "_cycle", "armed", "fired", "then")
+    __slots__ = ("_receive", "_loop", "_target", "_task", "_cycle", "armed", "fired", "ending")
 
     def __init__(self, receive: Receive, loop: asyncio.AbstractEventLoop) -> None:
         self._receive = receive
@@ -33,7 +35,8 @@ class DisconnectWatch:
         self.armed = False
         self.fired = False
         # set by ``cancel``: answers the client (still there) once the request has unwound
-        self.then: Callable[[], Awaitable[None]] | None = None
+        # how a cancel from outside ends the request (the runner sends it): None, the client left
+        self.ending: Refusal | None = None
 
     def arm(self) -> None:
         """Start watching; call only after the request body has been read."""
@@ -59,13 +62,14 @@ class DisconnectWatch:
             self._task.cancel()
         self._task = None
 
-    def cancel(self, then: Callable[[], Awaitable[None]] | None = None) -> bool:
+    def cancel(self, ending: Refusal | None = None) -> bool:
         """End the request from outside while it is being forwarded (an operator's cancel),
-        as a disconnect would; ``then``, a coroutine function, answers the client after the
-        unwinding (app.py). False: not being forwarded now."""
+        as a disconnect would; ``ending``, the refusal the runner sends the client (still
+        there) after the unwinding, through the request's one way out. False: not being
+        forwarded now."""
         if not self.armed or self.fired or self._target is None:
             return False
-        self.then = then
+        self.ending = ending
         self._fire()
         return True
 

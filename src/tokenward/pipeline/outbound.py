@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
 
 from ..errors import Refusal, refusal_body
-from ..http.responses import JSON, reason_header, send_bytes
+from ..http.responses import JSON, reason_header, send_bytes, sse_error_event
 
 if TYPE_CHECKING:
     from ..wire.sse import SseEvent
@@ -49,17 +49,23 @@ class Answer(Protocol):
 
 
 class Outbound:
-    __slots__ = ("_send", "transforms", "request_id")
+    __slots__ = ("_send", "transforms", "request_id", "headers")
 
-    def __init__(self, send: Send, transforms: Sequence[ResponseTransform], request_id: bytes) -> None:
+    def __init__(self, send: Send, transforms: Sequence[ResponseTransform], request_id: bytes,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
         self._send = send
         self.transforms = transforms
         self.request_id = request_id
+        # The request's response headers (ctx.response_headers: rate limits, the cache's
+        # outcome, a clamped bound), added to every head that leaves: answer, stream, refusal.
+        self.headers = headers
 
     # -- whole answers ------------------------------------------------------------------
     async def whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
         for transform in self.transforms:
             body = transform.whole(body)
+        if self.headers:
+            headers += self.headers
         await send_bytes(self._send, status, headers, body)
 
     async def refusal(self, refusal: Refusal, extra: Sequence[tuple[bytes, bytes]] = ()) -> None:
@@ -72,6 +78,8 @@ class Outbound:
 
     # -- streams ------------------------------------------------------------------------
     async def start_stream(self, status: int, headers: list[tuple[bytes, bytes]]) -> None:
+        if self.headers:
+            headers += self.headers
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
     async def events(self, events: list[SseEvent]) -> None:
@@ -100,3 +108,11 @@ class Outbound:
         if held:
             tail = b"".join([e.raw for e in held]) + tail
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})
+
+    async def end(self, refusal: Refusal, streaming: bool) -> None:
+        """End the request with ``refusal`` however far its answer got: an error envelope
+        before any byte left, an in-band error event and the stream's end after."""
+        if streaming:
+            await self.end_stream(sse_error_event(refusal))
+        else:
+            await self.refusal(refusal)

@@ -9,9 +9,12 @@ that fails is recorded and swallowed, so a broken cleanup never turns a clean re
 into a 500. Releases after a cancellation run in a shielded task: a second cancel cannot
 cut them off.
 
-The way out: once through the stages, the runner builds the request's ``Outbound``
-(pipeline/outbound.py) from the response transforms the stages registered, and the
-forwarder, or the answering stage, writes the answer through it.
+The way out is one: every response leaves through the request's ``Outbound``
+(pipeline/outbound.py), built from the response transforms the stages registered and the
+response headers they set. The forwarder writes a backend's answer through it, an
+answering stage its own, and the runner every refusal (a stage's, the forward step's, a
+store's raised from below a stage) and the end of a request cancelled from outside (an
+operator's cancel, a job stopped: ``DisconnectWatch.cancel`` with the refusal to send).
 """
 
 from __future__ import annotations
@@ -32,18 +35,16 @@ log = logging.getLogger("tokenward.runner")
 
 # forward(ctx) -> the Exit that ended the forwarded request (COMPLETED carries usage)
 Forward = Callable[[RequestContext], Awaitable[Exit]]
-RespondRefusal = Callable[[RequestContext, Refusal], Awaitable[None]]
 Finish = Callable[[RequestContext], None]
 
 
 class Runner:
-    def __init__(self, stages: Sequence[Stage], forward: Forward,
-                 respond_refusal: RespondRefusal, finish: Finish, routes: dict[str, Forward] | None = None) -> None:
+    def __init__(self, stages: Sequence[Stage], forward: Forward, finish: Finish,
+                 routes: dict[str, Forward] | None = None) -> None:
         self._stages = tuple((stage, stage.name, stage.holds) for stage in stages)
         self._forward = forward
         # routes answered by the gateway itself after admission (path -> handler), not forwarded
         self._routes = routes or {}
-        self._respond_refusal = respond_refusal
         self._finish = finish
         self.release_failures = 0
 
@@ -81,15 +82,28 @@ class Runner:
             await self._refuse(ctx, held, ctx.deciding_stage or current, refusal)
             return
         except asyncio.CancelledError:
+            streaming = ctx.lifecycle.state is State.STREAMING   # before it moves to ABORTED
             self._mark_aborted(ctx, Reason.client_disconnected)
             await _shielded(self._release(ctx, held, Exit(ExitKind.CANCELLED, "cancelled", ctx.usage)))
+            watch = ctx.disconnect
+            if watch is not None and watch.fired:
+                # Our own cancellation (the client left, or an operator's cancel): the
+                # request is over, not the server. A cancel from outside says how to end it.
+                task = asyncio.current_task()
+                if task is not None:
+                    task.uncancel()
+                if watch.ending is not None:
+                    await self._end_cancelled(ctx, watch.ending, streaming)
+                self._finish(ctx)
+                return
             self._finish(ctx)
             raise
         except Exception:
             log.exception("request %s failed inside the gateway", ctx.request_id)
+            streaming = ctx.lifecycle.state is State.STREAMING
             self._mark_aborted(ctx, Reason.internal_error)
             await self._release(ctx, held, Exit(ExitKind.ERROR, "internal_error", ctx.usage))
-            await self._respond_internal_error(ctx)
+            await self._respond_internal_error(ctx, streaming)
             self._finish(ctx)
             return
         if held:
@@ -104,7 +118,10 @@ class Runner:
         if not ctx.lifecycle.done:
             ctx.lifecycle.move(State.REJECTED)
         await self._release(ctx, held, Exit(ExitKind.REJECTED, refusal.reason.name))
-        await self._respond_refusal(ctx, refusal)
+        out = ctx.outbound
+        if out is None:   # refused before the forward step: the way out is built here
+            out = ctx.outbound = self._outbound(ctx)
+        await out.refusal(refusal)
         self._finish(ctx)
 
     async def _answer(self, ctx: RequestContext, held: list[Stage], stage_name: str, answer: Answer) -> None:
@@ -124,7 +141,8 @@ class Runner:
     @staticmethod
     def _outbound(ctx: RequestContext) -> Outbound:
         transforms = ctx.transforms
-        return Outbound(ctx.send, transforms[::-1] if transforms else (), ctx.request_id.encode())
+        return Outbound(ctx.send, transforms[::-1] if transforms else (), ctx.request_id.encode(),
+                        ctx.response_headers)
 
     def _mark_aborted(self, ctx: RequestContext, reason: Reason) -> None:
         if ctx.reason is None:
@@ -135,10 +153,19 @@ class Runner:
         if not ctx.lifecycle.done:
             ctx.lifecycle.move(State.ABORTED)
 
-    async def _respond_internal_error(self, ctx: RequestContext) -> None:
+    async def _respond_internal_error(self, ctx: RequestContext, streaming: bool) -> None:
         try:
-            await self._respond_refusal(ctx, Refusal(Reason.internal_error, "internal error"))
-        except Exception:  # the response may already have started; nothing more to say
+            out = ctx.outbound or self._outbound(ctx)
+            await out.end(Refusal(Reason.internal_error, "internal error"), streaming)
+        except Exception:  # the response may already have ended; nothing more to say
+            pass
+
+    async def _end_cancelled(self, ctx: RequestContext, refusal: Refusal, streaming: bool) -> None:
+        out = ctx.outbound
+        try:
+            if out is not None:
+                await out.end(refusal, streaming)
+        except Exception:  # the client left meanwhile, or the response could not end cleanly
             pass
 
     async def _release(self, ctx: RequestContext, held: list[Stage], exit: Exit) -> None:

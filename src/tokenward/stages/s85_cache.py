@@ -117,7 +117,6 @@ class Hit:
         entry = self.entry
         ctx.status = 200
         headers = [(b"x-request-id", ctx.request_id.encode())]
-        headers += ctx.response_headers
         if ctx.stream:
             options = getattr(ctx.request.body, "stream_options", None)
             wants_usage = getattr(options, "include_usage", None) is True

@@ -176,8 +176,6 @@ class Forwarder:
         ctx.status = resp.status
         headers = [(b"content-type", resp.header(b"content-type") or b"application/json"),
                    (b"x-request-id", ctx.request_id.encode())]
-        if ctx.response_headers:
-            headers += ctx.response_headers
         await ctx.outbound.whole(resp.status, headers, body)
         return Exit(ExitKind.COMPLETED, None, ctx.usage)
 

@@ -64,8 +64,6 @@ async def _start(ctx: RequestContext) -> None:
     ctx.lifecycle.move(State.STREAMING)
     ctx.status = 200
     headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
-    if ctx.response_headers:
-        headers += ctx.response_headers
     await ctx.outbound.start_stream(200, headers)
 
 
