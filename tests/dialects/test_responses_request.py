@@ -74,7 +74,7 @@ def test_a_function_call_with_no_assistant_message_before_it_opens_one():
         {"role": "user", "content": "hi"},
         {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "c", "output": "ok"}]})
-    assert chat["messages"][1] == {"role": "assistant", "content": None, "tool_calls": [
+    assert chat["messages"][1] == {"role": "assistant", "content": "", "tool_calls": [
         {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]}
 
 

@@ -172,7 +172,9 @@ def _assistant(message: Message, i: int) -> dict[str, Any]:
         elif isinstance(block, (ImageBlock, ToolResultBlock)):
             raise _misplaced(block, "assistant", f"messages[{i}].content[{j}]")
         # thinking and redacted_thinking blocks: a chat backend has no place for them
-    out: dict[str, Any] = {"role": "assistant", "content": parts or None}
+    # tool calls alone: content "" (OpenAI and vLLM take null too, llama.cpp's server and its
+    # chat templates only a string)
+    out: dict[str, Any] = {"role": "assistant", "content": parts or ""}
     if calls:
         out["tool_calls"] = calls
     return out

@@ -162,7 +162,9 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
             if last is not None and last["role"] == "assistant" and last.get("_open"):
                 last.setdefault("tool_calls", []).append(call)
             else:
-                out.append({"role": "assistant", "content": None, "tool_calls": [call], "_open": True})
+                # content "": OpenAI and vLLM take null too, llama.cpp's server (and its chat
+                # templates, which read message.content) only a string
+                out.append({"role": "assistant", "content": "", "tool_calls": [call], "_open": True})
         elif isinstance(item, FunctionCallOutputItem):
             content = item.output if isinstance(item.output, str) else [
                 {"type": "text", "text": part.text} for part in item.output if isinstance(part, InputText)]
