@@ -57,6 +57,19 @@ _peek = msgspec.json.Decoder(_Peek).decode
 _envelope = msgspec.json.Decoder(_Envelope).decode
 
 
+class _Written(SseEvent):
+    """Events this transform wrote: only their bytes are read after it (it runs last), so
+    they are not parsed again as ``SseEvent`` would."""
+
+    __slots__ = ()
+
+    def __init__(self, raw: bytes) -> None:  # noqa: D107 - no parse, on purpose
+        self.raw = raw
+        self.data = None
+        self.parsed = None
+        self.malformed = False
+
+
 def _status_of(code: str | None, default: int = 500) -> int:
     member = Reason.__members__.get(code or "")
     return member.status if member is not None else default
@@ -116,7 +129,7 @@ class TranslatedAnswer:
             parsed = event.parsed
             out.append(stream.feed(parsed if parsed is not None else data))
         raw = b"".join(out)
-        return [SseEvent(raw)] if raw else []
+        return [_Written(raw)] if raw else []
 
     def finish(self) -> list[SseEvent]:
         return []   # nothing held back; the end is written by ``close``

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timezone
+from functools import lru_cache
 
 import msgspec
 
@@ -32,6 +33,7 @@ class Levels(msgspec.Struct, frozen=True, kw_only=True):
     tokens_reset_ms: int | None = None
 
 
+@lru_cache(maxsize=4096)   # resets repeat: a few hundred distinct texts a minute
 def duration_ms(text: str) -> int | None:
     """OpenAI's reset text (``20ms``, ``1s``, ``6m0s``, ``1h2m3s``) in milliseconds."""
     match = _DURATION.match(text.strip())
@@ -57,7 +59,11 @@ def format_duration(ms: int) -> str:
 def rfc3339(now: float, after_ms: int) -> str:
     """The UTC time ``after_ms`` after ``now`` (seconds since the epoch), to the second,
     rounded up so a client waiting until then finds the bucket full."""
-    at = -(-(int(now * 1000) + max(after_ms, 0)) // 1000)
+    return _second(-(-(int(now * 1000) + max(after_ms, 0)) // 1000))
+
+
+@lru_cache(maxsize=1024)
+def _second(at: int) -> str:
     return datetime.fromtimestamp(at, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

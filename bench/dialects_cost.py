@@ -1,0 +1,138 @@
+"""What a translated request adds over the same chat request: CPU per request, side by side.
+
+    python bench/dialects_cost.py [--requests 2000] [--rounds 5] [--chunks 16]
+
+The whole pipeline in-process (bench/full.yaml, memory store, a stub backend that answers
+at once, as bench/inproc.py and bench/content_cost.py do): the same conversation sent as
+``/v1/chat/completions``, as ``/v1/responses`` and as ``/v1/messages``, whole and streamed
+(``--chunks`` chat chunks of one token each, then the usage chunk), plus
+``/v1/messages/count_tokens``. The variants run interleaved, round by round; the least CPU
+(``time.process_time``) of each over the rounds is kept, since other load only ever adds.
+A dialect request is parsed strictly, translated to chat, then goes through the same stages
+as chat; its answer is translated back (whole, or event by event).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+import yaml
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "src"))
+
+from inproc import one_request, stub_pools  # noqa: E402
+
+SYSTEM = "You are a concise assistant for a platform team."
+TURNS = ["Summarise the incident report in three bullet points.", "Here are the bullets: ...",
+         "Now list two follow-up actions with owners."]
+
+
+def bodies(stream: bool) -> dict[str, tuple[str, bytes]]:
+    """The same three-turn conversation with a system prompt, in each API."""
+    roles = ["user", "assistant", "user"]
+    chat = {"model": "bench-chat", "max_tokens": 16,
+            "messages": [{"role": "system", "content": SYSTEM}] + [{"role": r, "content": t} for r, t in zip(roles, TURNS)]}
+    responses = {"model": "bench-chat", "max_output_tokens": 16, "instructions": SYSTEM,
+                 "input": [{"role": r, "content": t} for r, t in zip(roles, TURNS)]}
+    messages = {"model": "bench-chat", "max_tokens": 16, "system": SYSTEM,
+                "messages": [{"role": r, "content": t} for r, t in zip(roles, TURNS)]}
+    if stream:
+        chat |= {"stream": True, "stream_options": {"include_usage": True}}
+        responses["stream"] = messages["stream"] = True
+    out = {"chat": ("/v1/chat/completions", chat), "responses": ("/v1/responses", responses),
+           "messages": ("/v1/messages", messages)}
+    if not stream:
+        count = dict(messages)
+        del count["max_tokens"]
+        out["count_tokens"] = ("/v1/messages/count_tokens", count)
+    return {name: (path, msgspec.json.encode(body)) for name, (path, body) in out.items()}
+
+
+def scope(path: str, key: str, body: bytes) -> dict:
+    headers = [(b"host", b"127.0.0.1"), (b"content-type", b"application/json"),
+               (b"content-length", str(len(body)).encode()), (b"authorization", b"Bearer " + key.encode())]
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+            "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": headers,
+            "client": ("127.0.0.1", 5000), "server": ("127.0.0.1", 8080)}
+
+
+async def start(tmp: str, chunks: int):
+    from tokenward.app import Gateway
+    from tokenward.config import load_config
+
+    raw = yaml.safe_load((HERE / "full.yaml").read_text())
+    raw["upstreams"]["bench"]["base_url"] = "http://127.0.0.1:9/v1"
+    raw["store"] = {"url": "memory"}
+    raw["logging"]["decisions"] = os.path.join(tmp, f"decisions-{chunks}.jsonl")
+    raw["keystore"]["url"] = f"sqlite:///{tmp}/keys-{chunks}.db"
+    raw["keystore"]["cache_ttl_s"] = 3600.0
+    path = Path(tmp) / f"gateway-{chunks}.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    ticks = itertools.count(1_800_000_000_000)
+    gateway = Gateway(load_config(path), clock=lambda: next(ticks) / 1000)
+    await gateway.startup()
+    stub_pools(gateway, chunks)
+    key, _ = await gateway.services.keys.create("bench")
+    return gateway, key
+
+
+async def cpu_us(gateway, key: str, path: str, body: bytes, n: int) -> float:
+    sink: list[bytes] = []
+    started = time.process_time()
+    for _ in range(n):
+        await one_request(gateway, scope(path, key, body), body, sink)
+        sink.clear()
+    return (time.process_time() - started) * 1e6 / n
+
+
+async def check(gateway, key: str, path: str, body: bytes) -> None:
+    sink: list[bytes] = []
+    await one_request(gateway, scope(path, key, body), body, sink)
+    head = b"".join(sink)[:12]
+    if not head.startswith(b"HTTP/1.1 200"):
+        raise SystemExit(f"{path} was not answered 200: {b''.join(sink)[:300]!r}")
+
+
+async def main(args) -> None:
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="tokenward-dialects-") as tmp:
+        for stream, chunks in ((False, 0), (True, args.chunks)):
+            gateway, key = await start(tmp, chunks)
+            try:
+                variants = bodies(stream)
+                for path, body in variants.values():
+                    await check(gateway, key, path, body)
+                    await cpu_us(gateway, key, path, body, 200)   # warm: tokenizers, caches
+                best: dict[str, float] = {}
+                for _ in range(args.rounds):
+                    for name, (path, body) in variants.items():
+                        value = await cpu_us(gateway, key, path, body, args.requests)
+                        label = f"{name} {'streamed' if stream else 'whole'}"
+                        best[label] = min(best.get(label, value), value)
+                results |= best
+            finally:
+                await gateway.shutdown()
+    print(f"CPU per request, least of {args.rounds} interleaved rounds of {args.requests} "
+          f"(streams: {args.chunks} chunks + usage)")
+    for label, value in results.items():
+        kind = label.split()[1]
+        base = results[f"chat {kind}"]
+        print(f"  {label:24s} {value:8.1f} us   {value - base:+7.1f} us vs chat ({(value / base - 1) * 100:+.0f}%)")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--chunks", type=int, default=16)
+    asyncio.run(main(parser.parse_args()))
