@@ -109,13 +109,16 @@ def _parts(tree: Path, part: str, n: int) -> None:
     ctx = SimpleNamespace(work=work, reservation=Reservation("r", "t", 46), notes={"budget": {}},
                           request=SimpleNamespace(body=body))
     usage = Usage(12, 9, "reported")
+    from tokenward.observe.metrics import GatewayMetrics
+
+    target = SimpleNamespace(upstream_name="bench", metrics=GatewayMetrics())   # the upstream counted against
     if part == "empty":    # the loop alone, to take off
         for _ in range(n):
             pass
         return
     for _ in range(n):     # what a request adds: its answer's limit and its usage clamped
         answer_limit(ctx, 8192, 65536)
-        bounded(ctx, "bench", usage)
+        bounded(ctx, target, usage)
 
 
 def _count(tree: Path, chunks: int | str, n: int) -> int:

@@ -161,9 +161,7 @@ def apply_experiments(gateway, without: set[str]) -> None:
     if "record" in without:  # the decision record and the metrics update
         gateway.runner._finish = lambda ctx: None
     if "metrics" in without:  # the in-process metrics update only
-        import tokenward.app as app_module
-
-        app_module.METRICS.observe = lambda ctx: None
+        gateway.metrics.observe = lambda ctx: None
     if "timings" in without:  # perf_counter_ns around each stage
         import tokenward.pipeline.runner as runner_module
 

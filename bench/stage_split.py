@@ -41,16 +41,15 @@ BEFORE_CACHE = ("edge", "identity", "entitlement", "control", "validation", "wor
 
 
 async def _run(gateway, key: str, bodies, n: int) -> tuple[float, dict[str, float]]:
-    from tokenward.observe.metrics import METRICS
-
-    before = METRICS.stage_totals()
+    metrics = gateway.services.metrics
+    before = metrics.stage_totals()
     started = time.process_time()
     for i in range(n):
         body = bodies(i)
         await one_request(gateway, make_scope(key, body), body, [])
     cpu = (time.process_time() - started) * 1e6 / n
     per = {}
-    for name, (runs, total_ns) in METRICS.stage_totals().items():
+    for name, (runs, total_ns) in metrics.stage_totals().items():
         was_runs, was_ns = before.get(name, (0, 0.0))
         if runs != was_runs:
             per[name] = (total_ns - was_ns) / n / 1000

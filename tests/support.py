@@ -102,6 +102,11 @@ class RunningGateway:
     extra: dict = field(default_factory=dict)
 
     @property
+    def metrics(self) -> Any:
+        """This gateway's own request metrics (observe/metrics.py), zero at its start."""
+        return self.gateway.services.metrics
+
+    @property
     def auth(self) -> dict[str, str]:
         return {"authorization": f"Bearer {self.key}"}
 

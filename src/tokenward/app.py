@@ -22,8 +22,7 @@ from .pipeline.disconnect import DisconnectWatch
 from .http.responses import send_json, send_refusal
 from .own_routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
-from .observe.metrics import METRICS, send_metrics, start_shared
-from .observe.routes import known_routes
+from .observe.telemetry import Telemetry
 from .assemble.known_series import seed as seed_known_series
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
@@ -45,14 +44,19 @@ _NOT_SERVED = {
 class Gateway:
     def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None,
                  clock: Callable[[], float] | None = None,
-                 stages: Sequence[tuple[str, Builder]] | None = None) -> None:
+                 stages: Sequence[tuple[str, Builder]] | None = None,
+                 shared_metrics_dir: str | None = None) -> None:
         self.config = config
         self._freeze_gc = freeze_gc
         # A reload builds a new Gateway that inherits what lives in this process: the
-        # in-memory budget store and cache (cli/reload.py). ``clock`` and ``stages`` are
-        # for tests and benches: a fake clock, a stage replaced (stages/order.py).
+        # in-memory budget store and cache, the metrics (cli/reload.py). ``clock`` and
+        # ``stages`` are for tests and benches: a fake clock, a stage replaced
+        # (stages/order.py). ``shared_metrics_dir``: where the workers of
+        # ``serve --workers N`` answer a scrape together (cli/serve.py).
+        telemetry = inherit.services.telemetry if inherit is not None else Telemetry(shared_metrics_dir)
         self.services = Services(config, inherited=inherit.services if inherit is not None else None,
-                                 clock=clock, stages=stages)
+                                 clock=clock, stages=stages, telemetry=telemetry)
+        self.metrics = telemetry.requests
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0
         # set by whoever serves this app and can reload it (cli/serve.py): POST /admin/reload
@@ -62,7 +66,7 @@ class Gateway:
         self._id_prefix = "req_" + os.urandom(4).hex()
         self._forwarder: Forwarder | None = None
         self._models = ModelList(config)
-        known_routes(r.path for r in config.routes or ())   # the route labels metrics may take
+        self.metrics.routes.add(r.path for r in config.routes or ())   # the route labels metrics may take
         self._metrics_public = config.server.expose_metrics
         self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json", "/metrics"))
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -72,7 +76,7 @@ class Gateway:
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
         await self.services.start()
-        await start_shared()   # with several workers: listen for the others' scrapes
+        await self.services.telemetry.exposition.start()   # with several workers: hear the others' scrapes
         await seed_known_series(self.services)   # zeros for the configured label sets (assemble/known_series.py)
         admin = self.services.admin
         if admin is not None:
@@ -139,7 +143,7 @@ class Gateway:
                 await send_refusal(send, Refusal(Reason.route_denied, _NOT_SERVED["/metrics"]),
                                    self._next_id().encode())
                 return True
-            await send_metrics(send)
+            await self.services.telemetry.exposition.send(send)
         elif path.startswith("/v1/jobs"):
             await self._jobs(scope, receive, send)
         elif path.startswith("/_mock/"):
@@ -195,13 +199,14 @@ class Gateway:
         return {"reloaded": await self.reload_hook()}
 
     def _finish(self, ctx: RequestContext) -> None:
-        METRICS.observe(ctx)
+        metrics = self.metrics
+        metrics.observe(ctx)
         observe = self._observe
         if observe is not None:
             observe(ctx)
         decisions = self.services.decisions
         if decisions is not None and decisions.enabled:
-            decisions.write(build_record(ctx, perf_counter_ns()))
+            decisions.write(build_record(ctx, perf_counter_ns(), metrics.routes.label(ctx)))
 
     def _next_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):x}"

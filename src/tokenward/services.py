@@ -19,7 +19,9 @@ import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
 
 from .config.schema import Config
+from .control.metrics import EnforcementMetrics
 from .observe.decision_log import DecisionLog, open_decision_log
+from .observe.telemetry import Telemetry
 from .pipeline.stage import Stage
 from .stages import order
 from .upstream.health import UpstreamHealth
@@ -47,7 +49,8 @@ BUILTIN_MOCK = "builtin:mock"
 class Services:
     def __init__(self, config: Config, inherited: "Services | None" = None,
                  clock: Callable[[], float] | None = None,
-                 stages: Sequence[tuple[str, order.Builder]] | None = None) -> None:
+                 stages: Sequence[tuple[str, order.Builder]] | None = None,
+                 telemetry: Telemetry | None = None) -> None:
         self.config = config
         # The services this one replaces on a reload: stages take over what lives in the
         # process (the memory budget store, the memory cache) from them.
@@ -55,6 +58,19 @@ class Services:
         # wall-clock seconds for budgets, leases and controls; tests pass a fake one
         self.clock: Callable[[], float] = clock if clock is not None else time.time
         self._builders = tuple(stages) if stages is not None else order.STAGES
+        # This gateway's metrics (a reload's services keep the ones they replace): every part
+        # that counts is handed them here, none reaches for a module-level registry.
+        if telemetry is None:
+            telemetry = inherited.telemetry if inherited is not None else Telemetry()
+        self.telemetry = telemetry
+        self.metrics = telemetry.requests
+        self.work = telemetry.work
+        if inherited is not None:
+            self.enforcement = inherited.enforcement
+        else:
+            self.enforcement = EnforcementMetrics()
+            telemetry.exposition.register(self.enforcement)
+        self.enforcement.services = self   # the budget store's breaker a scrape reports
         self.targets: TargetTable | None = None
         self.health: UpstreamHealth | None = None
         self.decisions: DecisionLog | None = None
@@ -93,7 +109,7 @@ class Services:
         urls = await self._resolve_upstreams()
         from .tokenize.registry import shared_registry
 
-        self.targets = TargetTable(self.config, urls, shared_registry(self).counters)
+        self.targets = TargetTable(self.config, urls, shared_registry(self).counters, self.metrics)
         self.on_close(self.targets.aclose)
         self.health = UpstreamHealth(self.config, self.targets)
         self.decisions = open_decision_log(self.config.logging.decisions)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 
-from tokenward.control.metrics import ENFORCEMENT
 
 from tests.control.conftest import ADMIN, bearer, chat, gateway, write_config
 
@@ -25,15 +24,16 @@ async def test_batches_fail_quietly_and_recover(tmp_path, backend, redis_server,
         resp = await gw.admin("/admin/abuse/actions", {"action": "reduce_concurrency", "key_id": plaintext,
                                                       "for": "1h", "reason": "r"})
         assert resp.status_code == 201
-        errors = ENFORCEMENT.store_errors
+        enforcement = gw.services.enforcement
+        errors = enforcement.store_errors
         redis_server.stop()
         try:
             gw.services.abuse.observer.buffer.append(OBSERVED)
             for _ in range(100):
-                if ENFORCEMENT.store_errors > errors:
+                if enforcement.store_errors > errors:
                     break
                 await asyncio.sleep(0.05)
-            assert ENFORCEMENT.store_errors > errors
+            assert enforcement.store_errors > errors
             before = await backend.requests()
             resp = await gw.client.post("/v1/chat/completions", json=chat(), headers=key)
             assert resp.status_code == 503 and resp.json()["error"]["code"] == "budget_store_unavailable"

@@ -71,6 +71,11 @@ class InProcess:
         return self.gateway.services.budget
 
     @property
+    def metrics(self):
+        """This gateway's own request metrics (observe/metrics.py), zero at its start."""
+        return self.gateway.services.metrics
+
+    @property
     def store(self):
         return self.admitter.shared.store
 

@@ -11,7 +11,6 @@ import pytest
 
 from tokenward.budget.limits import safe, tenant_namespace
 from tokenward.budget.policy import SCALE, periods
-from tokenward.observe.work import WORK
 
 from .conftest import FakeClock
 from .gateway_helpers import backend, budget_config, chat, in_process
@@ -46,8 +45,6 @@ def refused(resp: httpx.Response, status: int, code: str) -> None:
 
 
 async def test_a_jobs_budget_is_terminal_and_refusals_never_reach_the_backend(tmp_path, store_url):
-    for counts in (WORK.job_requests, WORK.job_spent, WORK.refused_tokens, WORK.jobs):
-        counts.clear()
     async with backend() as mock:
         async with in_process(config(tmp_path, mock.port, store_url)) as gw:
             key = await gw.new_key()
@@ -73,10 +70,10 @@ async def test_a_jobs_budget_is_terminal_and_refusals_never_reach_the_backend(tm
             assert control.status_code == 200 and await mock.requests() == seen + 1
             await gw.settled()
             # the measures: per job request outcome, tokens charged, denied work by kind
-            assert {k[1]: v for k, v in WORK.job_requests.items() if k[0] == "acme"} == {
+            assert {k[1]: v for k, v in gw.gateway.services.work.job_requests.items() if k[0] == "acme"} == {
                 "admitted": 1, "completed": 1, "refused_terminal": 2}
-            assert WORK.job_spent["acme"] == state["spent_tokens"]
-            assert WORK.refused_tokens[("acme", "terminal")] > 0 and WORK.jobs[("acme", "exhausted")] == 1
+            assert gw.gateway.services.work.job_spent["acme"] == state["spent_tokens"]
+            assert gw.gateway.services.work.refused_tokens[("acme", "terminal")] > 0 and gw.gateway.services.work.jobs[("acme", "exhausted")] == 1
 
 
 async def test_a_made_up_or_another_tenants_job_is_not_found(tmp_path, store_url):

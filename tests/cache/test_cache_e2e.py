@@ -201,8 +201,6 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
     """The cache store killed under load: requests keep being served (as misses), nothing
     is refused, every reservation settles."""
     from tests.fixtures.redis_server import RedisServer
-    from tokenward.observe.metrics import METRICS
-
     monkeypatch.setenv("TOKENWARD_CACHE_KEY", "test-cache-secret")
     import tempfile
 
@@ -222,7 +220,7 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
                         model="small-chat", max_tokens=8, messages=said(f"q{i % 5}"))
                 return raw.headers["x-tokenward-cache"]
 
-            errors_before = METRICS.cache_errors
+            errors_before = gw.metrics.cache_errors
             warm = [await one(i) for i in range(5)]          # five entries stored
             await asyncio.sleep(0.05)                         # (written after each answer)
             first = await asyncio.gather(*(one(i) for i in range(45)))
@@ -239,7 +237,7 @@ async def test_a_dead_redis_cache_is_a_miss_never_a_refusal(tmp_path, mock, monk
             records = gw.decisions()
             assert all(r["status"] == 200 for r in records) and len(records) == 350
             # what deploy/prometheus/alerts.yml's TokenwardCacheStoreFailing watches
-            assert METRICS.cache_errors - errors_before >= 100
+            assert gw.metrics.cache_errors - errors_before >= 100
     finally:
         cache_redis.stop()
 
@@ -288,8 +286,6 @@ async def test_a_newer_answer_under_the_same_key_is_served_not_a_remembered_one(
 
 @pytest.mark.parametrize("store", ["memory", "redis"])
 async def test_an_answer_over_the_entry_cap_is_not_stored(tmp_path, mock, monkeypatch, store):
-    from tokenward.observe.metrics import METRICS
-
     cache = {"store": "memory", "max_entry_bytes": 400}
     if store == "redis":
         from tests.fixtures.redis_server import RedisServer
@@ -302,7 +298,7 @@ async def test_an_answer_over_the_entry_cap_is_not_stored(tmp_path, mock, monkey
     try:
         async with in_process(config(tmp_path, mock.port, cache=cache), clock=FakeClock()) as gw:
             client = await sdk(gw, "globex")
-            before = METRICS.cache[("globex", "too_large")]
+            before = gw.metrics.cache[("globex", "too_large")]
 
             async def status(tokens: int) -> str:
                 raw = await client.chat.completions.with_raw_response.create(
@@ -312,7 +308,7 @@ async def test_an_answer_over_the_entry_cap_is_not_stored(tmp_path, mock, monkey
                 return raw.headers["x-tokenward-cache"]
 
             assert [await status(60), await status(60)] == ["miss", "miss"]   # ~500 bytes: never stored
-            assert METRICS.cache[("globex", "too_large")] == before + 2
+            assert gw.metrics.cache[("globex", "too_large")] == before + 2
             assert [await status(3), await status(3)] == ["miss", "hit"]      # the control: stored
             assert await mock.requests() == 3
     finally:
@@ -325,12 +321,11 @@ async def test_cache_metrics_are_exposed(tmp_path, mock):
     raw = yaml.safe_load(path.read_text())
     raw["server"] = {"expose_metrics": True}
     path.write_text(yaml.safe_dump(raw))
-    from tokenward.observe.metrics import METRICS
-
-    # the counters live as long as the process: this test reads what it added
-    before = {outcome: METRICS.cache[("globex", outcome)] for outcome in ("hit", "miss", "bypass")}
-    saved_before = list(METRICS.cache_saved["globex"])
     async with in_process(path, clock=FakeClock()) as gw:
+        # this gateway's own counters (seeded at zero for the configured tenants)
+        before = {outcome: gw.metrics.cache[("globex", outcome)] for outcome in ("hit", "miss", "bypass")}
+        saved_before = list(gw.metrics.cache_saved["globex"])
+        assert before == {"hit": 0, "miss": 0, "bypass": 0} and saved_before == [0, 0.0]   # nobody else's
         client = await sdk(gw, "globex")
         for headers in ({}, {}, {}, {"cache-control": "no-cache"}):
             await client.chat.completions.create(model="small-chat", max_tokens=16, messages=said(),

@@ -93,16 +93,14 @@ async def test_exactly_one_record_per_request_and_no_secrets(gw, mock):
 async def test_stage_metrics_add_up_to_the_decision_records(gw, mock):
     """Per-stage run counts and times in the metrics equal the records' stages_us, whichever
     stage a request ended at (the metrics sum clock readings per boundary, in bulk)."""
-    from tokenward.observe.metrics import METRICS
-
-    before = METRICS.stage_totals()
+    before = gw.metrics.stage_totals()
     async with gw.client() as client:
         for _ in range(3):
             assert (await client.post(gw.url + "/v1/chat/completions", json=chat())).status_code == 200
         assert (await client.get(gw.url + "/v1/other")).status_code == 404              # edge refuses
         assert (await client.post(gw.url + "/v1/chat/completions", content=b"{",
                                   headers={"content-type": "text/plain"})).status_code == 415
-    after = METRICS.stage_totals()
+    after = gw.metrics.stage_totals()
     records = gw.decisions()
     assert len(records) == 5
     expected: dict[str, list] = {}
@@ -116,3 +114,19 @@ async def test_stage_metrics_add_up_to_the_decision_records(gw, mock):
         runs_before, ns_before = before.get(stage, (0, 0))
         assert after[stage][0] - runs_before == runs
         assert abs((after[stage][1] - ns_before) - ns) <= 1e-6 * ns + 1
+
+
+async def test_two_gateways_in_one_process_count_apart(make_gateway):
+    """Each gateway gets its own metrics from its assembly (observe/telemetry.py): a request
+    through one moves its counters and not the other's; nothing is process-wide."""
+    async with make_gateway() as one, make_gateway() as other:
+        async with one.client() as client:
+            for _ in range(3):
+                assert (await client.post(one.url + "/v1/chat/completions", json=chat())).status_code == 200
+        async with other.client() as client:
+            assert (await client.post(other.url + "/v1/chat/completions", json=chat())).status_code == 200
+        ok = lambda gw: sum(v for (route, _, reason, _), v in gw.metrics.decisions.items()   # noqa: E731
+                            if route == "/v1/chat/completions" and reason == "ok")
+        assert (ok(one), ok(other)) == (3, 1)
+        assert one.gateway.services.enforcement is not other.gateway.services.enforcement
+        assert one.gateway.services.enforcement.services is one.gateway.services

@@ -208,9 +208,7 @@ async def test_log_records_the_types_and_forwards_unchanged(gw, mock, stream):
 async def test_the_output_screen_redacts_what_the_model_wrote(gw, mock, stream, chunk_chars):
     """With ``log``, the backend gets the values and echoes them: personal data in the
     answer the model produced; ``output: redact`` masks every one, streamed or not."""
-    from tokenward.observe.metrics import METRICS
-
-    before = METRICS.screening[("pii_output", "patterns", "redacted", "false")]
+    before = gw.metrics.screening[("pii_output", "patterns", "redacted", "false")]
     reply = await client(gw, "outlog", **{"x-mock-echo": str(chunk_chars)}).chat.completions.create(
         model="small-chat", max_tokens=300, messages=said(), stream=stream)
     answer = (await streamed(reply))[0][0] if stream else reply.choices[0].message.content
@@ -220,7 +218,7 @@ async def test_the_output_screen_redacts_what_the_model_wrote(gw, mock, stream, 
                       "[EMAIL].")
     record = gw.decisions()[-1]
     assert record["screening"]["pii"]["output_redacted"] == {"EMAIL": 2, "PHONE": 1, "CREDIT_CARD": 1, "IBAN": 1}
-    assert METRICS.screening[("pii_output", "patterns", "redacted", "false")] == before + 1
+    assert gw.metrics.screening[("pii_output", "patterns", "redacted", "false")] == before + 1
     # the control: the same answer without the output screen
     control = await client(gw, "log", **{"x-mock-echo": str(chunk_chars)}).chat.completions.create(
         model="small-chat", max_tokens=300, messages=said())
@@ -304,10 +302,8 @@ async def test_a_masked_prompt_stays_within_what_admission_reserved(gw, mock):
 async def test_screener_scores_are_exposed_as_a_histogram(gw, mock):
     import httpx
 
-    from tokenward.observe.metrics import METRICS
-
     blocked = ("injection", "heuristic", "block", "false")
-    before = METRICS.screening[blocked]
+    before = gw.metrics.screening[blocked]
     await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=30, messages=said("hi"))
     with pytest.raises(openai.BadRequestError):
         await client(gw, "tokenize").chat.completions.create(model="small-chat", max_tokens=30, messages=said(ATTACK))
@@ -323,7 +319,7 @@ async def test_screener_scores_are_exposed_as_a_histogram(gw, mock):
     assert count and float(count[0].split()[-1]) >= 2
     assert float(top[0].split()[-1]) == float(count[0].split()[-1])
     assert float(low[0].split()[-1]) < float(top[0].split()[-1])      # the attack is counted high
-    assert METRICS.screening[blocked] == before + 1
+    assert gw.metrics.screening[blocked] == before + 1
     assert 'tokenward_screening_total{detector="heuristic",kind="injection",outcome="block",shadow="false"}' in exposed
 
 
@@ -369,10 +365,8 @@ async def test_graded_policy_block_restrict_and_pass(gw, mock):
 
 
 async def test_shadow_decides_and_records_but_changes_no_response(gw, mock):
-    from tokenward.observe.metrics import METRICS
-
     shadow_blocks = ("injection", "heuristic", "block", "true")
-    before = METRICS.screening[shadow_blocks]
+    before = gw.metrics.screening[shadow_blocks]
     plain = await client(gw, "none").chat.completions.create(model="small-chat", max_tokens=20,
                                                              messages=said(ATTACK + " " + TEXT))
     shadowed = await client(gw, "shadow").chat.completions.create(model="small-chat", max_tokens=20,
@@ -382,17 +376,15 @@ async def test_shadow_decides_and_records_but_changes_no_response(gw, mock):
     screened = gw.decisions()[-1]["screening"]
     assert screened["injection"]["shadow"] and screened["injection"]["outcome"] == "block"
     assert screened["pii"]["shadow"] and screened["pii"]["outcome"] == "block"
-    assert METRICS.screening[shadow_blocks] == before + 1
+    assert gw.metrics.screening[shadow_blocks] == before + 1
 
 
 async def test_a_hanging_screener_fails_closed_within_its_budget(gw, mock):
     import time
 
-    from tokenward.observe.metrics import METRICS
-
     # the series deploy/prometheus/alerts.yml's TokenwardScreeningUnavailable selects
     series = ("injection", "hanging", "unavailable", "false")
-    counted = METRICS.screening[series]
+    counted = gw.metrics.screening[series]
     before = await mock.requests()
     started = time.monotonic()
     with pytest.raises(openai.APIStatusError) as caught:
@@ -401,18 +393,16 @@ async def test_a_hanging_screener_fails_closed_within_its_budget(gw, mock):
     assert time.monotonic() - started < 1.0 and await mock.requests() == before
     assert gw.decisions()[-1]["screening"]["injection"] == {"detector": "hanging", "outcome": "unavailable",
                                                             "failure": "timeout"}
-    assert METRICS.screening[series] == counted + 1
+    assert gw.metrics.screening[series] == counted + 1
 
 
 async def test_a_hanging_screener_fails_open_within_its_budget_when_told_to(gw, mock):
-    from tokenward.observe.metrics import METRICS
-
     series = ("injection", "hanging", "failed_open", "false")   # TokenwardScreeningFailingOpen's
-    counted = METRICS.screening[series]
+    counted = gw.metrics.screening[series]
     reply = await client(gw, "open").chat.completions.create(model="small-chat", max_tokens=20, messages=said("hi"))
     assert reply.choices
     assert gw.decisions()[-1]["screening"]["injection"]["outcome"] == "failed_open"
-    assert METRICS.screening[series] == counted + 1
+    assert gw.metrics.screening[series] == counted + 1
 
 
 async def test_a_broken_pii_detector_fails_closed(gw, mock):

@@ -1,8 +1,8 @@
 """The work measures (observe/work.py) as Prometheus exports them."""
 
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 
-from tokenward.observe import metrics
+from tokenward.observe.telemetry import Telemetry
 from tokenward.observe.work import WorkMetrics
 
 
@@ -14,7 +14,7 @@ def test_work_measures_are_exported_with_a_retry_after_histogram():
     work.job_request("t1", "admitted")
     work.job_request("t1", "completed", charged=42)
     work.job_event("t1", "created")
-    registry = metrics.CollectorRegistry(auto_describe=False)
+    registry = CollectorRegistry(auto_describe=False)
     registry.register(work)
     text = generate_latest(registry).decode()
     assert 'tokenward_refused_work_tokens_total{kind="retryable",tenant="t1"} 1400.0' in text
@@ -28,7 +28,9 @@ def test_work_measures_are_exported_with_a_retry_after_histogram():
     assert 'tokenward_jobs_total{event="created",tenant="t1"} 1.0' in text
 
 
-def test_the_gateway_registry_scrapes_them():
-    import tokenward.observe.work  # noqa: F401  (registers on import)
-
-    assert b"tokenward_job_requests" in generate_latest(metrics._REGISTRY)
+def test_a_gateways_scrape_reads_its_own_work_measures_and_no_other_gateways():
+    """Two gateways in one process count apart (observe/telemetry.py): nothing module-level."""
+    one, other = Telemetry(), Telemetry()
+    one.work.job_event("t1", "created")
+    assert b'tokenward_jobs_total{event="created",tenant="t1"} 1.0' in generate_latest(one.exposition.registry)
+    assert b'tenant="t1"' not in generate_latest(other.exposition.registry)

@@ -15,7 +15,7 @@ import time
 from typing import Any, Callable
 
 from ..config.schema import AbuseConfig, Config
-from ..control.metrics import ENFORCEMENT
+from ..control.metrics import EnforcementMetrics
 from ..control.model import Control
 from .batch import aggregate
 from .network import NetworkHasher, client_address
@@ -54,8 +54,10 @@ def near_duplicates(owners: list[str], bands: list) -> dict[str, tuple[int, int]
 
 
 class AbuseEngine:
-    def __init__(self, config: Config, store: Any, ops: Any, runtime: Any, clock: Callable[[], float] = time.time
-                 ) -> None:
+    def __init__(self, config: Config, store: Any, ops: Any, runtime: Any, clock: Callable[[], float] = time.time,
+                 enforcement: EnforcementMetrics | None = None) -> None:
+        # the gateway's (services.py): batches, observations, actions and exemptions counted
+        self.enforcement = enforcement if enforcement is not None else EnforcementMetrics()
         cfg = config.abuse
         assert cfg is not None
         self.cfg: AbuseConfig = cfg
@@ -104,7 +106,7 @@ class AbuseEngine:
                     self._last_sweep = now
                     await self.store.sweep(int(now), self.params)
             except Exception as exc:
-                ENFORCEMENT.store_errors += 1
+                self.enforcement.store_errors += 1
                 if not self._failing:   # once per outage, not once a second
                     log.warning("abuse signal batches are failing (the batch is lost): %s", exc)
                 self._failing = True
@@ -130,9 +132,9 @@ class AbuseEngine:
             try:
                 return await self._batch(observations, prompts)
             finally:
-                ENFORCEMENT.batches += 1
-                ENFORCEMENT.observations += len(observations)
-                ENFORCEMENT.batch_seconds += time.perf_counter() - started
+                self.enforcement.batches += 1
+                self.enforcement.observations += len(observations)
+                self.enforcement.batch_seconds += time.perf_counter() - started
 
     async def _batch(self, observations: list[tuple], prompts: dict) -> list[Control]:
         now = int(max(o[AT] for o in observations))
@@ -192,7 +194,7 @@ class AbuseEngine:
             rule, tenant, key_id = proposal.rule, proposal.tenant, proposal.key_id
             view = self.runtime.view
             if view.exempt(tenant, key_id, self._clock()):
-                ENFORCEMENT.exempted[rule.name] += 1
+                self.enforcement.exempted[rule.name] += 1
                 continue
             if view.strongest(tenant, key_id, self._clock(), proposal.shadow) >= proposal.severity:
                 continue
@@ -202,7 +204,7 @@ class AbuseEngine:
             reason = f"{'shadow: would ' if proposal.shadow else ''}{rule.action}: rule {rule.name}"
             control = await self.ops.act(rule.action, tenant, key_id, rule.duration_s, reason, rule=rule.name,
                                          signals=proposal.signals, params=_params(proposal), shadow=proposal.shadow)
-            ENFORCEMENT.actions[(rule.action, rule.name, "key" if key_id else "tenant",
+            self.enforcement.actions[(rule.action, rule.name, "key" if key_id else "tenant",
                                  "true" if proposal.shadow else "false", "true")] += 1
             log.info("abuse action %s on %s (rule %s%s)", rule.action, control.scope, rule.name,
                      ", shadow" if proposal.shadow else "")

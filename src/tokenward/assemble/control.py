@@ -8,11 +8,9 @@ API exist by then); everything opened is closed through ``services.on_close``.
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from ..keys.invalidate import is_redis_url
-from ..control.metrics import ENFORCEMENT
 from ..control.repo import ControlRepo
 from ..control.runtime import ControlRuntime
 from ..control.service import ControlOps
@@ -57,24 +55,23 @@ async def open_control(services) -> ControlRuntime:
         services.on_close(store.close)
     repo = await _repo(services, clock)
     runtime = ControlRuntime(repo, config.control, store, config.store.url if is_redis_url(config.store.url) else None,
-                             clock)
+                             clock, services.metrics.open_streams)
     await runtime.start()
     services.on_close(runtime.close)
     ops = ControlOps(repo, runtime.announce, frozenset(config.tenants), frozenset(config.models),
                      config.abuse.appeal_grace_s if config.abuse is not None else 0.0)
     services.control = runtime
     services.control_ops = ops
-    ENFORCEMENT.runtime = runtime
-    ENFORCEMENT.services = services
+    services.enforcement.runtime = runtime
     if config.abuse is not None:
         from ..abuse.engine import AbuseEngine
 
-        engine = AbuseEngine(config, store, ops, runtime, clock)
+        engine = AbuseEngine(config, store, ops, runtime, clock, services.enforcement)
         await engine.start()
         services.on_close(engine.close)
         services.abuse = engine
         services.observe = engine.observer
-        ENFORCEMENT.engine = engine
+        services.enforcement.engine = engine
     admin = services.admin
     if admin is not None:
         from ..control.admin import mount

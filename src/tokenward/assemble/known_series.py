@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from ..observe.metrics import METRICS
 
 log = logging.getLogger("tokenward.metrics")
 
@@ -25,55 +24,56 @@ MAX_KEYS = 10_000       # keys listed at start beyond this are seeded when they 
 
 async def seed(services: Any) -> None:
     config = services.config
-    from ..control.metrics import ENFORCEMENT
+    metrics, enforcement = services.metrics, services.enforcement
     from .identity import tenant_plans
 
     tenants = tuple(config.tenants)
     paths = [r.path for r in config.routes or ()]
     route = "/v1/chat/completions" if "/v1/chat/completions" in paths else (paths[0] if paths else "other")
     for tenant in tenants:
-        METRICS.decisions[(route, "", "ok", tenant)] += 0
-        METRICS.open_streams[tenant] += 0
+        metrics.decisions[(route, "", "ok", tenant)] += 0
+        metrics.open_streams[tenant] += 0
         for kind in ("prompt", "completion"):
-            METRICS.tokens[(tenant, kind, "reported")] += 0
-        for table in (ENFORCEMENT.reserved, ENFORCEMENT.settled, ENFORCEMENT.settled_reserved):
+            metrics.tokens[(tenant, kind, "reported")] += 0
+        for table in (enforcement.reserved, enforcement.settled, enforcement.settled_reserved):
             table[tenant] += 0
         if config.jwt.issuers:
-            METRICS.key_slot(tenant, "jwt")
+            metrics.key_slot(tenant, "jwt")
     for stage in [*(s.name for s in services.stages), "forward"]:
-        METRICS.stage_time[stage]          # a defaultdict: the zero histogram
+        metrics.stage_time[stage]          # a defaultdict: the zero histogram
     for upstream in config.upstreams:
-        METRICS.upstream_slots(upstream)
+        metrics.upstream_slots(upstream)
     _seed_screening(services)
     if config.cache is not None:
         for tenant, (_, plan) in tenant_plans(config).items():
             if plan.cache:
                 for outcome in ("hit", "miss", "bypass"):
-                    METRICS.cache[(tenant, outcome)] += 0
-                METRICS.cache_saved[tenant]
+                    metrics.cache[(tenant, outcome)] += 0
+                metrics.cache_saved[tenant]
     if config.abuse is not None:
         for rule in config.abuse.rules:
             shadow = "true" if rule.shadow or config.abuse.shadow else "false"
-            ENFORCEMENT.actions[(rule.action, rule.name, rule.subject, shadow, "true")] += 0
-            ENFORCEMENT.exempted[rule.name] += 0
+            enforcement.actions[(rule.action, rule.name, rule.subject, shadow, "true")] += 0
+            enforcement.exempted[rule.name] += 0
     if services.admin is not None:
         for tenant in tenants:
             for action in OPERATOR_ACTIONS:
-                ENFORCEMENT.controls[(action, tenant)] += 0
+                enforcement.controls[(action, tenant)] += 0
     await _seed_keys(services)
 
 
 def _seed_screening(services: Any) -> None:
+    metrics = services.metrics
     for stage in services.stages:
         for policy in (getattr(stage, "policies", None) or {}).values() if stage.name == "screening" else ():
             if policy.injection_screener is not None:
                 shadow = "true" if policy.injection.shadow else "false"
-                METRICS.screening[("injection", policy.injection_screener.name, "pass", shadow)] += 0
+                metrics.screening[("injection", policy.injection_screener.name, "pass", shadow)] += 0
                 key = ("injection", policy.injection_screener.name)
-                METRICS.scores.setdefault(key, [0.0] * (len(METRICS.SCORE_BUCKETS) + 1))
+                metrics.scores.setdefault(key, [0.0] * (len(metrics.SCORE_BUCKETS) + 1))
             if policy.pii_screener is not None:
                 shadow = "true" if policy.pii.shadow else "false"
-                METRICS.screening[("pii", policy.pii_screener.name, "pass", shadow)] += 0
+                metrics.screening[("pii", policy.pii_screener.name, "pass", shadow)] += 0
 
 
 async def _seed_keys(services: Any) -> None:
@@ -87,4 +87,4 @@ async def _seed_keys(services: Any) -> None:
         return
     for record in records[:MAX_KEYS]:
         if record.tenant in services.config.tenants and record.status != "revoked":
-            METRICS.key_slot(record.tenant, record.id)
+            services.metrics.key_slot(record.tenant, record.id)

@@ -24,7 +24,6 @@ from typing import Callable, NoReturn
 
 from ..config.schema import Config
 from ..http.tls import server_tls
-from ..observe.metrics import share_with_workers
 from .demo_key import demo_key
 
 log = logging.getLogger("tokenward")
@@ -147,7 +146,8 @@ class _HeldLogs(logging.Handler):
 
 
 def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | None], None],
-                config_path: Path | None = None, forked: bool = False) -> bool:
+                config_path: Path | None = None, forked: bool = False,
+                shared_metrics_dir: str | None = None) -> bool:
     """One worker's life; ``report`` hears None once its app started, else why it did not.
     SIGHUP reloads the config file (cli/reload.py); ``POST /admin/reload`` does the same, for a
     forked worker by signalling the parent, which passes SIGHUP on to every worker."""
@@ -167,7 +167,7 @@ def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | Non
     open_files = raise_open_file_limit()
     cap = connection_cap(config, open_files)
     log.info("open-file limit %d: up to %d client connections", open_files, cap)
-    app = Gateway(config, freeze_gc=True)
+    app = Gateway(config, freeze_gc=True, shared_metrics_dir=shared_metrics_dir)
     reloader = Reloader(config_path) if config_path is not None else None
     if reloader is not None and forked:
         async def signal_parent() -> str:
@@ -255,10 +255,9 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
     # where the workers meet to answer a scrape together (observe/shared_metrics.py)
     shared = tempfile.mkdtemp(prefix="tokenward-metrics-")
     atexit.register(shutil.rmtree, shared, True)
-    share_with_workers(shared)
     sys.stdout.flush()
     sys.stderr.flush()
-    children = [_fork_worker(config, sock, reports, report_w, config_path) for _ in range(workers)]
+    children = [_fork_worker(config, sock, reports, report_w, config_path, shared) for _ in range(workers)]
     os.close(report_w)
     stopping: list[int] = []
 
@@ -283,7 +282,8 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
     sys.exit(max(status, 0))
 
 
-def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: int, config_path: Path | None) -> int:
+def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: int, config_path: Path | None,
+                 shared_metrics_dir: str) -> int:
     pid = os.fork()
     if pid:
         return pid
@@ -299,7 +299,8 @@ def _fork_worker(config: Config, sock: socket.socket, reports: int, report_w: in
     try:
         host, port = sock.getsockname()[:2]
         own = bind_socket(host, port, reuse_port=True)   # this worker's share of the port
-        code = 0 if _run_worker(config, own, report, config_path, forked=True) else EXIT_START_FAILED
+        code = 0 if _run_worker(config, own, report, config_path, forked=True,
+                                     shared_metrics_dir=shared_metrics_dir) else EXIT_START_FAILED
     except BaseException as exc:  # the parent must hear of any end before start-up finished
         if not reported:
             try:

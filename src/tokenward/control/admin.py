@@ -25,7 +25,6 @@ import msgspec
 from ..admin.api import _duration, _error, _read_json, _refusal, _text
 from ..errors import Reason
 from ..keys import format as keyformat
-from .metrics import ENFORCEMENT
 from .model import ControlError
 
 _encode = msgspec.json.encode
@@ -57,7 +56,7 @@ class ControlAdmin:
         body = await _read_json(receive)
         reason = _text(body, "reason", required=True)
         reviewer = _text(body, "reviewer") or "admin-api"
-        ENFORCEMENT.controls[(action, tenant)] += 1
+        self.services.enforcement.controls[(action, tenant)] += 1
         now = self._now()
         if action == "pause":
             control = await self._call(self.ops.pause, tenant, _text(body, "capability", required=True),

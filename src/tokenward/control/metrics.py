@@ -2,7 +2,8 @@
 reserved-to-actual drift, and whether the budget store answers. Counted in plain dicts
 (observe/metrics.py says why) and turned into families on scrape.
 
-One collector per process, registered once; each gateway's parts attach themselves to it.
+One per gateway (services.py), registered with its metrics exposition (observe/telemetry.py);
+the parts it reports on attach themselves to it as they are built.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from typing import Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from ..config.abuse import ACTIONS
-from ..observe.metrics import register
 from .model import KINDS
 
 
@@ -120,6 +120,3 @@ class EnforcementMetrics:
         yield GaugeMetricFamily("tokenward_budget_store_up", "1 while the shared budget store answers "
                                 "(its breaker closed); the memory store is always up", value=up if admitter else 1)
 
-
-ENFORCEMENT = EnforcementMetrics()
-register(ENFORCEMENT)

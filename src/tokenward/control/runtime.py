@@ -27,12 +27,12 @@ CANCEL_STALE_S = 30.0   # a cancel event older than this when first heard of is 
 
 class ControlRuntime:
     def __init__(self, repo: ControlRepo, config: ControlConfig, store, redis_url: str | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, open_streams: dict[str, int] | None = None) -> None:
         self.repo = repo
         self.config = config
         self.store = store                     # the signal store: concurrency slots live there
         self.view = ControlView()
-        self.open = OpenRequests()
+        self.open = OpenRequests(open_streams if open_streams is not None else {})
         self._clock = clock
         self._channel = None
         if redis_url is not None:

@@ -24,8 +24,7 @@ import msgspec
 from ..budget import policy
 from ..budget.limits import Budgets
 from ..config.loader import effective_plan
-from ..observe import metrics
-from ..observe.metrics import METRICS
+from ..observe.telemetry import Telemetry
 from .status_html import page, tenants_fragment
 
 _encode = msgspec.json.encode
@@ -71,7 +70,7 @@ class StatusPage:
             now = self.runtime.now()
             window = self.config.control.status_window_s
             events = await self._events(now, window)
-            decisions, lookups, screened = await _counts()
+            decisions, lookups, screened = await _counts(self.services.telemetry)
             local = self._local_refusals(window, decisions)
             local_screened = _windowed(dict(self._screened), self._screen_snaps, window)
             tenants = {}
@@ -183,12 +182,14 @@ def _unit(check) -> str:
             policy.SLOT: "open requests"}.get(check.unit, "")
 
 
-async def _counts() -> tuple[dict, dict, dict]:
-    """(decisions, cache lookups, screening outcomes), keyed as METRICS keeps them: this
-    process's, or with several workers all of theirs, from the scrape they answer together."""
-    shared = metrics.SHARED
+async def _counts(telemetry: Telemetry) -> tuple[dict, dict, dict]:
+    """(decisions, cache lookups, screening outcomes), keyed as the gateway's metrics keep
+    them: this process's, or with several workers all of theirs, from the scrape they
+    answer together."""
+    shared = telemetry.exposition.shared
     if shared is None:
-        return METRICS.decisions, METRICS.cache, METRICS.screening
+        counted = telemetry.requests
+        return counted.decisions, counted.cache, counted.screening
     decisions: dict = {}
     lookups: dict = {}
     screened: dict = {}

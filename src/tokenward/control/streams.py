@@ -15,20 +15,21 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY
-from ..observe.metrics import METRICS
 from ..pipeline.lifecycle import State
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
 CANCELLED = "this tenant's open streams were cancelled by the operator"
-OPEN = METRICS.open_streams   # this replica's open requests per tenant, exported as tokenward_open_streams
 
 
 class OpenRequests:
-    __slots__ = ("by_tenant",)
+    __slots__ = ("by_tenant", "counted")
 
-    def __init__(self) -> None:
+    def __init__(self, counted: dict[str, int]) -> None:
+        # this replica's open requests per tenant: the gateway's metrics' ``open_streams``,
+        # exported as tokenward_open_streams, open requests as the budget counts them
+        self.counted = counted
         # tenant -> {request context: what it holds (a concurrency slot's key, or None)}
         self.by_tenant: dict[str, dict[RequestContext, Any]] = {}
 
@@ -37,14 +38,14 @@ class OpenRequests:
         if requests is None:
             requests = self.by_tenant[tenant] = {}
         requests[ctx] = held
-        OPEN[tenant] = len(requests)   # tokenward_open_streams: open requests, as the budget counts them
+        self.counted[tenant] = len(requests)
 
     def remove(self, tenant: str, ctx: RequestContext) -> Any:
         requests = self.by_tenant.get(tenant)
         if requests is None:
             return None
         held = requests.pop(ctx, None)
-        OPEN[tenant] = len(requests)
+        self.counted[tenant] = len(requests)
         if not requests:
             del self.by_tenant[tenant]
         return held

@@ -21,7 +21,7 @@ from ..budget.store import JobCreate, JobRecord, StoreUnavailable
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY
-from ..observe.work import WORK
+from ..observe.work import WorkMetrics
 from . import terms
 from .runs import JobRuns
 from .terms import JobBudgets, JobMeta, JobRequest, job_value
@@ -40,8 +40,9 @@ def not_found(job_id: str) -> Refusal:
 
 
 class JobBook:
-    def __init__(self, admitter: Admitter) -> None:
+    def __init__(self, admitter: Admitter, work: WorkMetrics | None = None) -> None:
         self.admitter = admitter
+        self.work = work if work is not None else WorkMetrics()   # the gateway's (stages/s60_admit.py)
         self.prefix = admitter.config.store.key_prefix
         self._cached: dict[tuple[str, str], JobBudgets] = {}
         self._namespaces: dict[str, str] = {}
@@ -129,7 +130,7 @@ class JobBook:
         status, retry_ms = await self._call(self.admitter.shared.store.create_job, call)
         if status == job_policy.CREATED:
             self._remember(call.namespace, meta)
-            WORK.job_event(tenant, "created")
+            self.work.job_event(tenant, "created")
             return meta
         return await self._creation_refused(tenant, plan, p, body, status, retry_ms)
 
@@ -190,7 +191,7 @@ class JobBook:
             closing.append((job.meta.parent, -1, -1))
         changed = await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant), closing, CANCELLED)
         for _ in range(changed):
-            WORK.job_event(tenant, "cancelled")
+            self.work.job_event(tenant, "cancelled")
         self.runs.stop(self.namespace(tenant), {m.id for m in subtree}, Reason.job_cancelled)
         return await self.view(tenant, job_id)
 
@@ -221,7 +222,7 @@ class JobBook:
             changed = await self._call(self.admitter.shared.store.close_jobs, self.namespace(tenant),
                                        [(meta.id, meta.budget, -1)], EXHAUSTED)
             if changed:
-                WORK.job_event(tenant, "exhausted")
+                self.work.job_event(tenant, "exhausted")
         why = (f"its {meta.max_attempts} attempts are used" if meta.max_attempts and own.attempts >= meta.max_attempts
                else f"this request needs {meta.amount(needed)} and {meta.amount(max(meta.budget - own.used, 0))} "
                     "are left")

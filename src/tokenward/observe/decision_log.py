@@ -18,7 +18,7 @@ import msgspec
 
 from ..pipeline.context import RequestContext
 from ..reconcile.usage import Usage
-from .routes import OTHER, path_shape, template
+from .routes import OTHER, path_shape
 
 
 class DecisionRecord(msgspec.Struct, omit_defaults=True):
@@ -44,10 +44,9 @@ class DecisionRecord(msgspec.Struct, omit_defaults=True):
     path_shape: str | None = None      # route ``other`` only: the path's shape, no value (observe/routes.py)
 
 
-def build_record(ctx: RequestContext, now_ns: int) -> DecisionRecord:
+def build_record(ctx: RequestContext, now_ns: int, route: str) -> DecisionRecord:
+    """``route``: the request's route label, the template, never the raw path (observe/routes.py)."""
     principal = ctx.principal
-    route = ctx.route    # the template, never the raw path (observe/routes.py)
-    route = route.path if route is not None else template(ctx.path)
     # Positional, in field order: this runs once per request.
     return DecisionRecord(
         time.time(), ctx.request_id, ctx.method, route, ctx.lifecycle.state.value, ctx.status,

@@ -10,11 +10,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections import defaultdict
 
-from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from ..pipeline.context import RequestContext
-from .routes import template
+from .routes import RouteLabels
 
 
 # Time histograms (a stage, a backend's first answer) count in powers of two of a
@@ -32,6 +31,8 @@ class GatewayMetrics:
     def __init__(self) -> None:
         # (route, decided_by, reason, tenant) -> count
         self.decisions: dict[tuple[str, str, str, str], int] = defaultdict(int)
+        # the route labels a decision may take (observe/routes.py): the configured routes
+        self.routes = RouteLabels()
         # stage -> [a count per bit length of the nanoseconds (NS_SLOTS), total nanoseconds]:
         # ints, so a request adds to them without a float division and a float per stage
         # (a scrape converts)
@@ -84,7 +85,7 @@ class GatewayMetrics:
         principal = ctx.principal
         tenant = principal.tenant if principal is not None else ""
         route = ctx.route     # the label is the route's template, never the path (observe/routes.py)
-        self.decisions[(route.path if route is not None else template(ctx.path), ctx.deciding_stage or "",
+        self.decisions[(route.path if route is not None else self.routes.template(ctx.path), ctx.deciding_stage or "",
                         ctx.reason or "ok", tenant)] += 1
         stage_time = self.stage_time
         for name, ns in ctx.timings:      # add_ns, inlined: ten stages a request
@@ -226,39 +227,3 @@ def _ns_buckets(slot: list[int]) -> tuple[list[tuple[str, float]], int]:
     running += sum(slot[b + 1:NS_SLOTS])
     buckets.append(("+Inf", running))
     return buckets, running
-
-
-METRICS = GatewayMetrics()
-_REGISTRY = CollectorRegistry(auto_describe=False)
-_REGISTRY.register(METRICS)
-
-
-def register(collector) -> None:
-    """Another part's collector, scraped with these (control/metrics.py); once per process."""
-    _REGISTRY.register(collector)
-
-
-# Set in each worker of `tokenward serve --workers N`: a scrape then answers for them all
-# (observe/shared_metrics.py).
-SHARED = None
-
-
-def share_with_workers(directory: str) -> None:
-    global SHARED
-    from .shared_metrics import WorkerMetrics
-
-    SHARED = WorkerMetrics(directory, _REGISTRY)
-
-
-async def start_shared() -> None:
-    """Once per process, from the app's start-up (a reload's new app finds it started)."""
-    if SHARED is not None and not SHARED.started:
-        await SHARED.start()
-
-
-async def send_metrics(send) -> None:
-    body = await SHARED.exposition() if SHARED is not None else generate_latest(_REGISTRY)
-    await send({"type": "http.response.start", "status": 200,
-                "headers": [(b"content-type", b"text/plain; version=0.0.4; charset=utf-8"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})

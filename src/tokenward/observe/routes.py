@@ -19,44 +19,50 @@ no value of the path survives.
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Any, Iterable
 
 OTHER = "other"
 JOBS = "/v1/jobs"
 JOB = "/v1/jobs/{id}"
 SHAPE_CHARS = 48
 
-# route templates a label may take besides ``other``: the configured routes (added as each
-# gateway is built: a bounded set, the configuration's) and the gateway's own
-_known: set[str] = {"/healthz", "/readyz", "/metrics", "/openapi.json", JOBS, JOB}
+# the gateway's own route templates; a gateway adds its configured routes (RouteLabels)
+OWN = ("/healthz", "/readyz", "/metrics", "/openapi.json", JOBS, JOB)
 
 _LETTERS = re.compile(r"[A-Za-z]+")
 _DIGITS = re.compile(r"[0-9]+")
 _ELSE = re.compile(r"[^-a9/._~@%+=]")
 
 
-def known_routes(paths: Iterable[str]) -> None:
-    """The configured routes' paths (app.py, once per gateway built)."""
-    _known.update(paths)
+class RouteLabels:
+    """The route templates one gateway's labels may take besides ``other``: its own routes
+    and its configured ones (a bounded set, the configuration's; a reload adds its routes)."""
 
+    __slots__ = ("known",)
 
-def template(path: str) -> str:
-    """The route template a path matches, or ``other``."""
-    if path in _known:
-        return path
-    if path.startswith(JOBS):
-        rest = path[len(JOBS):].rstrip("/")
-        if not rest:
-            return JOBS
-        if rest[0] == "/" and "/" not in rest[1:]:
-            return JOB
-    return OTHER
+    def __init__(self, paths: Iterable[str] = ()) -> None:
+        self.known = set(OWN)
+        self.known.update(paths)
 
+    def add(self, paths: Iterable[str]) -> None:
+        self.known.update(paths)
 
-def label(ctx) -> str:
-    """A request's route label: the route the edge matched, else the path's template."""
-    route = ctx.route
-    return route.path if route is not None else template(ctx.path)
+    def template(self, path: str) -> str:
+        """The route template a path matches, or ``other``."""
+        if path in self.known:
+            return path
+        if path.startswith(JOBS):
+            rest = path[len(JOBS):].rstrip("/")
+            if not rest:
+                return JOBS
+            if rest[0] == "/" and "/" not in rest[1:]:
+                return JOB
+        return OTHER
+
+    def label(self, ctx: Any) -> str:
+        """A request's route label: the route the edge matched, else the path's template."""
+        route = ctx.route
+        return route.path if route is not None else self.template(ctx.path)
 
 
 def path_shape(path: str) -> str:

@@ -82,15 +82,3 @@ def _counter(name: str, doc: str, labels: list[str], values: dict) -> CounterMet
     for key, value in list(values.items()):
         family.add_metric(list(key), value)
     return family
-
-
-WORK = WorkMetrics()
-
-
-def _register() -> None:
-    from .metrics import register
-
-    register(WORK)
-
-
-_register()

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Callable
 import msgspec
 
 from ..budget.store import StoreUnavailable
-from ..control.metrics import ENFORCEMENT
+from ..control.metrics import EnforcementMetrics
 from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
 
@@ -73,8 +73,10 @@ class ControlStage(BaseStage):
     holds = True
 
     def __init__(self, runtime: ControlRuntime, clock: Callable[[], float] = time.time,
-                 lease_s: float = 660.0) -> None:
+                 lease_s: float = 660.0, enforcement: EnforcementMetrics | None = None) -> None:
         self.runtime = runtime
+        # the gateway's (services.py): reserved against settled tokens per tenant
+        self.enforcement = enforcement if enforcement is not None else EnforcementMetrics()
         self.open = runtime.open
         self._clock = clock
         self._lease_ms = int(lease_s * 1000)
@@ -162,7 +164,7 @@ class ControlStage(BaseStage):
             return
         notes = ctx.notes
         if notes is not None:
-            ENFORCEMENT.settle(principal.tenant, notes.get("budget"))   # admission released first: settled
+            self.enforcement.settle(principal.tenant, notes.get("budget"))   # admission released first: settled
         held = self.open.remove(principal.tenant, ctx)
         if held is not None:
             await self.runtime.store.give_slot(principal.key_id, held)
@@ -173,4 +175,4 @@ async def build(services) -> ControlStage:
 
     runtime = await open_control(services)
     lease_s = services.config.stream.max_duration_s + 60.0
-    return ControlStage(runtime, services.clock, lease_s)
+    return ControlStage(runtime, services.clock, lease_s, services.enforcement)

@@ -31,8 +31,8 @@ from ..config.schema import Config, PlanConfig
 from ..errors import ConfigError, Reason, Refusal
 from ..http.responses import NO_RETRY
 from ..jobs.book import JobBook
-from ..observe.metrics import METRICS
-from ..observe.work import WORK
+from ..observe.metrics import GatewayMetrics
+from ..observe.work import WorkMetrics
 from ..pipeline.results import Reservation
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
@@ -63,12 +63,16 @@ class AdmissionStage(BaseStage):
     name = "admission"
     holds = True
 
-    def __init__(self, config: Config, admitter: Admitter) -> None:
+    def __init__(self, config: Config, admitter: Admitter, metrics: GatewayMetrics | None = None,
+                 work: WorkMetrics | None = None) -> None:
         self.admitter = admitter
+        # the gateway's (services.py); a bench's own stage counts into its own
+        self.metrics = metrics if metrics is not None else GatewayMetrics()
+        self.work = work if work is not None else WorkMetrics()
         self._models = {name: (Prices.per_million(m.input_price_per_million, m.output_price_per_million), m.upstream)
                         for name, m in config.models.items()}
         self._shared_store = admitter.shared.store.name
-        self.jobs = JobBook(admitter)
+        self.jobs = JobBook(admitter, self.work)
         # API key id -> its [tokens, micro-USD] charged, the slot the metrics export
         self._key_slots: dict[str, list[int]] = {}
 
@@ -108,7 +112,7 @@ class AdmissionStage(BaseStage):
         ticket = decision.ticket
         if ticket is None:
             record["refused_by"] = decision.limit or "store"
-            WORK.refused(principal.tenant, estimate.tokens, decision.terminal, decision.retry_after, job is not None)
+            self.work.refused(principal.tenant, estimate.tokens, decision.terminal, decision.retry_after, job is not None)
             if decision.limit in JOB_LIMITS:
                 needed = estimate.cost if job.meta.unit == policy.COST else estimate.tokens
                 return await self.jobs.refused(principal.tenant, job, needed, decision.headers)
@@ -118,7 +122,7 @@ class AdmissionStage(BaseStage):
         if job is not None:
             record["job"] = job.meta.id
             ctx.job = self.jobs.runs.add(ctx, principal.tenant, job, ticket.reservation_id)
-            WORK.job_request(principal.tenant, "admitted")
+            self.work.job_request(principal.tenant, "admitted")
         if decision.headers:
             ctx.response_headers.extend(decision.headers)
         return None
@@ -203,8 +207,8 @@ class AdmissionStage(BaseStage):
         slot, ``key_id="jwt"``: a series per end user would grow without bound, and a
         subject may name a person."""
         if principal.kind != "api_key":
-            return METRICS.key_slot(principal.tenant, "jwt")
-        slot = self._key_slots[principal.key_id] = METRICS.key_slot(principal.tenant, principal.key_id)
+            return self.metrics.key_slot(principal.tenant, "jwt")
+        slot = self._key_slots[principal.key_id] = self.metrics.key_slot(principal.tenant, principal.key_id)
         return slot
 
     def _job_ended(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
@@ -216,7 +220,7 @@ class AdmissionStage(BaseStage):
             return  # settled already
         used = max(usage.prompt_tokens or 0, 0) + max(usage.completion_tokens or 0, 0)
         charged = used if usage.known else (ctx.reservation.tokens if backend_saw_it else 0)
-        WORK.job_request(run.tenant, "completed" if completed else "ended", min(charged, ctx.reservation.tokens))
+        self.work.job_request(run.tenant, "completed" if completed else "ended", min(charged, ctx.reservation.tokens))
 
 
 def settle_amounts(usage: Usage, reserved: int, reserved_cost: int, estimated_input: int,
@@ -298,6 +302,6 @@ async def build(services) -> AdmissionStage:
     services.on_close(admitter.close)
     admitter.keeper.start()
     await admitter.warm()
-    stage = AdmissionStage(config, admitter)
+    stage = AdmissionStage(config, admitter, services.metrics, services.work)
     services.jobs = stage.jobs
     return stage

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..config.schema import InjectionScreening, PiiScreening, ScreeningPolicy
 from ..errors import ConfigError, Reason, Refusal
-from ..observe.metrics import METRICS
+from ..observe.metrics import GatewayMetrics
 from ..pipeline.stage import BaseStage
 from ..pii.placeholders import LOOKALIKE
 from ..screening import screener as screening
@@ -89,13 +89,13 @@ class CompiledPolicy:
             self.output_find = PatternDetector(wanted).find
 
 
-def _failed(kind: str, detector: str, exc: screening.ScreenerFailed, closed: bool, shadow: bool,
-            record: dict) -> Refusal | None:
+def _failed(metrics: GatewayMetrics, kind: str, detector: str, exc: screening.ScreenerFailed, closed: bool,
+            shadow: bool, record: dict) -> Refusal | None:
     outcome = "unavailable" if closed else "failed_open"
     record[kind] = {"detector": detector, "outcome": outcome, "failure": exc.why}
     if shadow:
         record[kind]["shadow"] = True
-    METRICS.screened(kind, detector, outcome, shadow)
+    metrics.screened(kind, detector, outcome, shadow)
     if closed and not shadow:
         return Refusal(Reason.screening_unavailable, f"content screening ({detector}) is unavailable; retry shortly",
                        headers=((b"retry-after", b"1"),))
@@ -105,8 +105,9 @@ def _failed(kind: str, detector: str, exc: screening.ScreenerFailed, closed: boo
 class ScreeningStage(BaseStage):
     name = "screening"
 
-    def __init__(self, policies: dict[str, CompiledPolicy]) -> None:
+    def __init__(self, policies: dict[str, CompiledPolicy], metrics: GatewayMetrics | None = None) -> None:
         self.policies = policies
+        self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         name = plan_of(ctx).screening
@@ -119,16 +120,17 @@ class ScreeningStage(BaseStage):
         texts, paths = caller_texts(request)
         result = ctx.screening = Screening(texts, paths)
         if policy.injection is not None:
-            ran = _screen("injection", policy.injection, policy.injection_screener, result)
+            ran = _screen(self.metrics, "injection", policy.injection, policy.injection_screener, result)
             if _pending(ran):                  # a screener that answers later (a model, a service)
-                ran = await _later("injection", policy.injection, policy.injection_screener, result, ran)
+                ran = await _later(self.metrics, "injection", policy.injection, policy.injection_screener, result,
+                                   ran)
             refusal = self._injection(policy, result, ran)
             if refusal is not None:
                 return refusal
         if policy.pii is not None:
-            ran = _screen("pii", policy.pii, policy.pii_screener, result)
+            ran = _screen(self.metrics, "pii", policy.pii, policy.pii_screener, result)
             if _pending(ran):
-                ran = await _later("pii", policy.pii, policy.pii_screener, result, ran)
+                ran = await _later(self.metrics, "pii", policy.pii, policy.pii_screener, result, ran)
             return self._pii(policy, result, ran)
         return None
 
@@ -146,7 +148,7 @@ class ScreeningStage(BaseStage):
         if cfg.shadow:
             entry["shadow"] = True
         result.record["injection"] = entry
-        METRICS.screened("injection", screener.name, outcome, cfg.shadow, score)
+        self.metrics.screened("injection", screener.name, outcome, cfg.shadow, score)
         if cfg.shadow or outcome == "pass":
             return None
         if outcome == "restrict":
@@ -174,7 +176,7 @@ class ScreeningStage(BaseStage):
         if cfg.shadow:
             entry["shadow"] = True
         result.record["pii"] = entry
-        METRICS.screened("pii", screener.name, outcome, cfg.shadow)
+        self.metrics.screened("pii", screener.name, outcome, cfg.shadow)
         if cfg.shadow:
             return None
         result.output_find = policy.output_find
@@ -190,25 +192,25 @@ class ScreeningStage(BaseStage):
         return None
 
 
-def _screen(kind: str, cfg: Any, screener: Any, result: Screening):
+def _screen(metrics: GatewayMetrics, kind: str, cfg: Any, screener: Any, result: Screening):
     """(result, microseconds), an awaitable of that (``_later``), or what a failure means
     under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
         budget_ms = cfg.timeout_ms if cfg.timeout_ms is not None else getattr(screener, "default_timeout_ms", 25.0)
         return screening.start(screener, result.texts, budget_ms / 1000)
     except screening.ScreenerFailed as exc:
-        return _failed(kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
+        return _failed(metrics, kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
 
 
 def _pending(ran: Any) -> bool:
     return ran is not None and type(ran) is not tuple and not isinstance(ran, Refusal)
 
 
-async def _later(kind: str, cfg: Any, screener: Any, result: Screening, pending: Any):
+async def _later(metrics: GatewayMetrics, kind: str, cfg: Any, screener: Any, result: Screening, pending: Any):
     try:
         return await pending
     except screening.ScreenerFailed as exc:
-        return _failed(kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
+        return _failed(metrics, kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
 
 
 def _typed_lookalikes(texts: list[str]) -> bool:
@@ -223,4 +225,5 @@ def build(services) -> ScreeningStage | None:
     policies = services.config.screening.policies
     if not policies:
         return None
-    return ScreeningStage({name: CompiledPolicy(name, policy) for name, policy in policies.items()})
+    return ScreeningStage({name: CompiledPolicy(name, policy) for name, policy in policies.items()},
+                          services.metrics)

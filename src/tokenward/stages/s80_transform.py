@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 
 from ..errors import Reason, Refusal
-from ..observe.metrics import METRICS
+from ..observe.metrics import GatewayMetrics
 from ..pii.output import OutputRedactor
 from ..pii.placeholders import Masker
 from ..pipeline.stage import BaseStage
@@ -43,8 +43,14 @@ _OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
 class TransformStage(BaseStage):
     name = "transform"
 
-    def __init__(self, counters: dict[str, Any]) -> None:
+    def __init__(self, counters: dict[str, Any], metrics: GatewayMetrics | None = None) -> None:
         self.counters = counters
+        metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
+
+        def count_output(counts: dict[str, int]) -> None:
+            metrics.screened("pii_output", "patterns", "redacted", False)
+
+        self._count_output = count_output
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         screened = ctx.screening
@@ -63,7 +69,7 @@ class TransformStage(BaseStage):
             # registered after the restorer, so it reads the answer first, while this
             # request's own values are still placeholders: only what the model wrote is masked
             record = screened.record.setdefault("pii", {})
-            ctx.add_transform(OutputRedactor(screened.output_find, record, _count_output))
+            ctx.add_transform(OutputRedactor(screened.output_find, record, self._count_output))
         return None
 
     def _mask(self, ctx: RequestContext, screened, body: dict) -> Refusal | None:
@@ -97,10 +103,6 @@ class TransformStage(BaseStage):
         if restorer is not None:
             ctx.add_transform(restorer)
         return None
-
-
-def _count_output(counts: dict[str, int]) -> None:
-    METRICS.screened("pii_output", "patterns", "redacted", False)
 
 
 def _restrict(ctx: RequestContext, body: dict, cap: int) -> None:
@@ -137,4 +139,4 @@ def _keep_within_reservation(ctx: RequestContext, body: dict, grown: int, record
 def build(services) -> TransformStage | None:
     if not services.config.screening.policies:
         return None
-    return TransformStage(shared_registry(services).counters)
+    return TransformStage(shared_registry(services).counters, services.metrics)

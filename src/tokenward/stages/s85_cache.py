@@ -36,7 +36,7 @@ from ..cache.store import CacheUnavailable, MemoryCache, RedisCache
 from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
 from ..http.responses import JSON, SSE_HEADERS
-from ..observe.metrics import METRICS
+from ..observe.metrics import GatewayMetrics
 from ..pii.output import OutputRedactor
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
@@ -132,8 +132,10 @@ class CacheStage(BaseStage):
     name = "cache"
     holds = True
 
-    def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any]) -> None:
+    def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any],
+                 metrics: GatewayMetrics | None = None) -> None:
         self.cfg = cfg
+        self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
         self.store = store
         self.secret = secret
         self.keep_store = False   # handed over to the gateway that replaced this one
@@ -174,7 +176,7 @@ class CacheStage(BaseStage):
         semantic = None
         if control is not None and b"no-cache" in control:
             ctx.response_headers.append(_BYPASS)
-            METRICS.cached(tenant, "bypass")
+            self.metrics.cached(tenant, "bypass")
         else:
             if self._peek is not None:
                 raw = self._peek(key)
@@ -188,7 +190,7 @@ class CacheStage(BaseStage):
                 if found is not None:
                     return self._hit(ctx, tenant, found, note, "semantic_hit")
             ctx.response_headers.append(_MISS)
-            METRICS.cached(tenant, "miss")
+            self.metrics.cached(tenant, "miss")
         ctx.cache = capture = Capture(key, limit, plan.cache_ttl_seconds or self.cfg.ttl_seconds, semantic)
         ctx.add_transform(capture)
         return None
@@ -198,7 +200,7 @@ class CacheStage(BaseStage):
         ctx.response_headers.append(_HIT)
         note["outcome"] = "hit"
         note["saved_tokens"] = tokens
-        METRICS.cached(tenant, outcome, tokens, self._cost(ctx.model, entry))
+        self.metrics.cached(tenant, outcome, tokens, self._cost(ctx.model, entry))
         return Hit(entry)
 
     async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None, note: dict):
@@ -224,7 +226,7 @@ class CacheStage(BaseStage):
 
     def _bypass(self, ctx: RequestContext) -> None:
         ctx.response_headers.append(_BYPASS)
-        METRICS.cached(ctx.principal.tenant if ctx.principal is not None else "", "bypass")
+        self.metrics.cached(ctx.principal.tenant if ctx.principal is not None else "", "bypass")
         return None
 
     async def _lookup(self, key: str, note: dict) -> tuple[bytes, CacheEntry, int] | None:
@@ -232,7 +234,7 @@ class CacheStage(BaseStage):
             raw = await self.store.get(key)
         except CacheUnavailable:
             note["store"] = "unavailable"
-            METRICS.cache_errors += 1
+            self.metrics.cache_errors += 1
             return None
         return self._known(key, raw)
 
@@ -285,7 +287,7 @@ class CacheStage(BaseStage):
                 body = redact(body)
             value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + body
         if len(value) > self.cfg.max_entry_bytes:
-            METRICS.cached(ctx.principal.tenant, "too_large")
+            self.metrics.cached(ctx.principal.tenant, "too_large")
             return
         if capture.semantic is not None:
             self.semantic.add(ctx.principal.tenant, *capture.semantic, capture.key)
@@ -300,7 +302,7 @@ class CacheStage(BaseStage):
         try:
             await self.store.set(key, value, ttl)
         except CacheUnavailable:
-            METRICS.cache_errors += 1
+            self.metrics.cache_errors += 1
 
     async def purge(self, tenant: str) -> dict[str, int]:
         if self.semantic is not None:
@@ -377,7 +379,7 @@ def build(services) -> CacheStage | None:
     else:
         store, secret = open_cache(config)
     prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
-    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices)
+    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices, services.metrics)
     stage.output_screens = any(p.pii is not None and p.pii.output == "redact" for p in config.screening.policies.values())
     if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
         stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
@@ -387,5 +389,5 @@ def build(services) -> CacheStage | None:
     admin = services.admin
     if admin is not None:
         admin.tenant_actions["cache/purge"] = stage.purge
-    METRICS.watch_cache(store)
+    services.metrics.watch_cache(store)
     return stage

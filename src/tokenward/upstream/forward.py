@@ -164,7 +164,7 @@ class Forwarder:
         except UpstreamError as exc:
             return await _answer_failure(ctx, target, exc, "finish")
         try:
-            ctx.usage = bounded(ctx, target.upstream_name, from_reported(_usage_of(body).usage))
+            ctx.usage = bounded(ctx, target, from_reported(_usage_of(body).usage))
         except (msgspec.DecodeError, msgspec.ValidationError):
             # An empty answer did nothing we can see; one that is not a JSON object may
             # have generated and lost its text: charged in full.

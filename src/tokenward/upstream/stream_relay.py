@@ -124,7 +124,7 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
                 break
     finally:
         clock.close(stream)
-        ctx.usage = bounded(ctx, target.upstream_name, _usage_so_far(account, prompt))
+        ctx.usage = bounded(ctx, target, _usage_so_far(account, prompt))
     if account.unreadable:
         ctx.note("stream_unreadable_events", account.unreadable)
     if cut is not None:

@@ -12,7 +12,7 @@ import ssl
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
-from ..observe.metrics import METRICS
+from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
@@ -47,15 +47,17 @@ class HeaderAllowlist:
 class Target:
     __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
                  "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered",
-                 "answer_bytes_per_token", "answer_slack_bytes")
+                 "answer_bytes_per_token", "answer_slack_bytes", "metrics")
 
     def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
-                 read_timeout: float, up: UpstreamConfig | None = None, output_counter=None) -> None:
+                 read_timeout: float, up: UpstreamConfig | None = None, output_counter=None,
+                 metrics: GatewayMetrics | None = None) -> None:
         self.model = model
         self.upstream_name = upstream_name
+        self.metrics = metrics if metrics is not None else GatewayMetrics()
         # the upstream's time-to-answer histogram slots (whole, stream): observe/metrics.py
-        self.answered = METRICS.upstream_slots(upstream_name)
+        self.answered = self.metrics.upstream_slots(upstream_name)
         self.pool = pool
         self.backend_model = backend_model
         self.auth_headers = auth_headers
@@ -122,7 +124,10 @@ def _check_header_name(name: str, up: UpstreamConfig) -> None:
 
 
 class TargetTable:
-    def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict | None = None) -> None:
+    def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict | None = None,
+                 metrics: GatewayMetrics | None = None) -> None:
+        # check-config builds the table to check it, with metrics of its own that no one reads
+        metrics = metrics if metrics is not None else GatewayMetrics()
         self.pools: dict[str, UpstreamPool] = {}
         self.targets: dict[str, Target] = {}
         for name, up in config.upstreams.items():
@@ -136,7 +141,7 @@ class TargetTable:
             self.targets[model] = Target(
                 model, spec.upstream, self.pools[spec.upstream], spec.upstream_model or model,
                 auth_headers(spec.upstream, up), HeaderAllowlist(up.forward_headers), up.read_timeout_s,
-                up, exact)
+                up, exact, metrics)
 
     def get(self, model: str) -> Target | None:
         return self.targets.get(model)

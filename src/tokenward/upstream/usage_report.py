@@ -11,21 +11,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..observe.metrics import METRICS
 from ..reconcile.bounds import usage_bounds
 from ..reconcile.usage import Usage, clamp
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from .targets import Target
 
 
-def bounded(ctx: RequestContext, upstream: str, usage: Usage) -> Usage:
-    """``usage`` clamped to the request's bounds; what was cut is recorded and counted."""
+def bounded(ctx: RequestContext, target: Target, usage: Usage) -> Usage:
+    """``usage`` clamped to the request's bounds; what was cut is recorded and counted
+    against ``target``'s upstream."""
     if usage.prompt_tokens is None and usage.completion_tokens is None:
         return usage
     kept, cut = clamp(usage, usage_bounds(ctx))
     if cut is not None:
         ctx.note("usage_out_of_bounds", cut)
         for dimension in cut:
-            METRICS.usage_out_of_bounds(upstream, dimension)
+            target.metrics.usage_out_of_bounds(target.upstream_name, dimension)
     return kept
