@@ -26,7 +26,7 @@ from .formats import (
     full_body,
     models_body,
 )
-from . import echo
+from . import echo, native
 from .stats import Holds, Stats
 from .steering import BadRequest, Steering, parse_steering
 
@@ -40,6 +40,9 @@ _V1_ROUTES = {
     ("POST", "/v1/completions"): COMPLETION,
     ("POST", "/v1/embeddings"): EMBEDDINGS,
     ("GET", "/v1/models"): MODELS,
+    # Responses and Messages served natively (mock/native.py), for the gateway's dialects
+    ("POST", "/v1/responses"): native.RESPONSES,
+    ("POST", "/v1/messages"): native.MESSAGES,
 }
 _SSE_START = {
     "type": "http.response.start",
@@ -156,6 +159,9 @@ class MockUpstream:
         if steer.status is not None:
             await self._steered_error(send, steer)
             return
+        if route in (native.RESPONSES, native.MESSAGES):
+            await self._native(send, route, body, steer)
+            return
         plan: Plan | None = None
         payload = b""
         try:
@@ -194,6 +200,23 @@ class MockUpstream:
                 raise _Died("x-mock-die-after")   # the connection drops: no finish, no [DONE]
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _native(self, send: Send, route: str, body: dict, steer: Steering) -> None:
+        try:
+            plan = native.plan_for(route, body, steer)
+        except BadRequest as exc:
+            await self._bad_request(send, exc)
+            return
+        rid, created = f"mock-{next(self._seq)}", int(time.time())
+        stream = body.get("stream") is True
+        answer = (native.responses_answer(plan, rid, created, stream) if route == native.RESPONSES
+                  else native.messages_answer(plan, rid, stream))
+        self.stats.tokens_generated += plan.tokens
+        if not stream:
+            await send_json(send, 200, answer)
+            return
+        await send(_SSE_START)
+        await send({"type": "http.response.body", "body": answer})
 
     async def _bad_request(self, send: Send, exc: BadRequest) -> None:
         self.stats.errors += 1

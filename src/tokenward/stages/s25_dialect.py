@@ -26,14 +26,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
+import msgspec
+from msgspec import UNSET
+
 from ..config.schema import Config
-from ..dialects import messages_schema, messages_translate, responses_schema, responses_translate
+from ..dialects import messages_schema, messages_translate, native, responses_schema, responses_translate
 from ..dialects.common import encode
 from ..dialects.exit import DialectSend, TranslatedAnswer
 from ..errors import Reason, Refusal
 from ..http.responses import JSON
 from ..pipeline.stage import BaseStage, Exit, ExitKind
-from ..reconcile.usage import NOTHING_USED
+from ..reconcile.usage import NOTHING_USED, Usage
+from ..upstream.usage_report import bounded
+from ..wire.sse import SseEvent, SseSplitter
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -49,12 +54,14 @@ NATIVE_PATHS = {"responses": "/responses", "messages": "/messages"}
 
 class DialectRoute:
     """The client's route (its path labels metrics and records), validated and forwarded as
-    chat completions, or forwarded natively."""
+    chat completions, or forwarded natively (``native_body``, asked by upstream/prepare.py)."""
 
     __slots__ = ("path", "methods", "content_types", "max_body_bytes", "allow_header", "has_body",
-                 "upstream_path", "validates", "dialect", "native", "original", "translated", "count_tokens")
+                 "upstream_path", "validates", "dialect", "native", "native_only", "native_path", "original",
+                 "translated", "count_tokens", "forwarded_native")
 
-    def __init__(self, route: Any, dialect: str, native: bool, original: bytes, translated: bytes) -> None:
+    def __init__(self, route: Any, dialect: str, native: bool, original: bytes, translated: bytes,
+                 native_only: bool = False) -> None:
         self.path = route.path
         self.methods = route.methods
         self.content_types = route.content_types
@@ -63,11 +70,32 @@ class DialectRoute:
         self.has_body = route.has_body
         self.validates = CHAT_ROUTE
         self.dialect = dialect
-        self.native = native
-        self.upstream_path = NATIVE_PATHS[dialect] if native else "/chat/completions"
-        self.original = original          # the client's body, forwarded as it is when native and untouched
-        self.translated = translated      # the chat view as this stage wrote it
+        self.native = native                # the model's upstream serves this dialect itself
+        self.native_only = native_only      # it asks what only that upstream can do (state, server tools)
+        self.upstream_path = "/chat/completions"
+        self.native_path = NATIVE_PATHS[dialect]
+        self.original = original            # the client's body, forwarded as it is when native and untouched
+        self.translated = translated        # the chat view as this stage wrote it
         self.count_tokens = route.path == COUNT_TOKENS
+        self.forwarded_native = False
+
+    def native_body(self, current: bytes, backend_model: str | None) -> bytes | None:
+        """What goes to a native upstream: the client's own body when no stage changed the
+        chat view since this stage wrote it; None when the chat view goes (translated)."""
+        if not self.native:
+            return None
+        if current != self.translated:
+            if self.native_only:
+                raise Refusal(Reason.invalid_field, "this request can only be forwarded as it was sent (it uses "
+                              "state or tools kept by the upstream), and the gateway had to change it (personal "
+                              "data masked, tools removed or the output bound lowered)", param="input")
+            return None     # rewritten (masked, restricted, clamped): the chat view, translated
+        self.forwarded_native = True
+        if backend_model is None:
+            return self.original
+        members = dict(msgspec.json.decode(self.original, type=dict[str, msgspec.Raw]))
+        members["model"] = msgspec.Raw(encode(backend_model))
+        return encode(members)
 
 
 def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any]]:
@@ -78,6 +106,18 @@ def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any
     return parsed, messages_translate.unsupported(parsed)
 
 
+def _stateless(dialect: str, parsed: Any) -> Any:
+    """The request without what only a native upstream does (kept state, server tools): its
+    chat view, for counting, screening and the budget; the client's body is what is sent."""
+    req = parsed.request
+    if dialect == "responses":
+        req = msgspec.structs.replace(req, previous_response_id=UNSET, store=UNSET, background=UNSET)
+        return msgspec.structs.replace(parsed, request=req, builtin_tools=[])
+    if isinstance(req, messages_schema.MessagesRequest):
+        req = msgspec.structs.replace(req, mcp_servers=UNSET, container=UNSET)
+    return msgspec.structs.replace(parsed, request=req, server_tools=[])
+
+
 class DialectStage(BaseStage):
     name = "dialect"
 
@@ -86,6 +126,7 @@ class DialectStage(BaseStage):
         # model -> the dialects its upstream serves natively
         self._native = {name: frozenset(getattr(config.upstreams[spec.upstream], "dialects", ("chat",)))
                         for name, spec in config.models.items()}
+        self._upstream = {name: spec.upstream for name, spec in config.models.items()}
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         route = ctx.route
@@ -102,29 +143,116 @@ class DialectStage(BaseStage):
             native = not count_tokens and dialect in self._native.get(model, ())
             if gaps and not native:
                 return gaps[0].refusal()
-            if gaps:
-                return _not_yet(gaps[0])
-            chat = (responses_translate if dialect == "responses" else messages_translate).chat_request(parsed)
+            viewed = _stateless(dialect, parsed) if gaps else parsed
+            translate = responses_translate if dialect == "responses" else messages_translate
+            remaining = translate.unsupported(viewed)
+            if remaining:
+                return _not_yet(remaining[0])
+            chat = translate.chat_request(viewed)
         except Refusal as refusal:
             return refusal
         if count_tokens:
             chat["max_tokens"] = 1      # counted, never generated: the smallest output bound
         translated = encode(chat)
         ctx.body = translated
-        ctx.route = DialectRoute(route, dialect, native, original, translated)
-        if native:
-            ctx.note("dialect_native", True)
-        elif not count_tokens:
-            ctx.add_transform(TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock))
+        ctx.route = dialect_route = DialectRoute(route, dialect, native, original, translated, bool(gaps))
+        if count_tokens:
+            return None
+        answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock)
+        upstream = self._upstream.get(model, "")
+        ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, upstream) if native else answer)
         return None
 
 
 def _not_yet(gap: Any) -> Refusal:
-    """A stateful or server-side feature asked of a native upstream: the gateway cannot
-    count or screen what the chat view leaves out, so it is not forwarded yet."""
-    refusal: Refusal = gap.refusal()
-    refusal.message = f"{gap.message} (this gateway does not forward it even to a native upstream yet)"
-    return refusal
+    """A feature whose content the chat view cannot hold (a stored item or file named by id,
+    ...): the gateway could not count or screen it, so it is not forwarded even natively."""
+    return Refusal(Reason.invalid_field, f"{gap.message}; the gateway does not forward it, even to an upstream "
+                   "that serves the API natively, since it could not count or screen it", param=gap.param)
+
+
+class DialectAnswer:
+    """The response transform of a request whose upstream serves its dialect: translated
+    back when the chat view went (``TranslatedAnswer``); else the upstream's own answer,
+    passed through, its usage read from the dialect's own fields (dialects/native.py) and
+    clamped to the request's bounds as a chat backend's is (upstream/usage_report.py)."""
+
+    __slots__ = ("ctx", "route", "translated", "upstream", "_usage", "_seq")
+
+    def __init__(self, ctx: RequestContext, route: DialectRoute, translated: TranslatedAnswer, upstream: str) -> None:
+        self.ctx = ctx
+        self.route = route
+        self.translated = translated
+        self.upstream = upstream
+        self._usage = native.StreamUsage(route.dialect)
+        self._seq = 0      # the next sequence number of a native Responses stream
+
+    def _settle(self, counts: tuple[int, int] | None) -> None:
+        if counts is not None:
+            self.ctx.usage = bounded(self.ctx, self.upstream, Usage(counts[0], counts[1], "reported"))
+
+    def whole(self, body: bytes) -> bytes:
+        if not self.route.forwarded_native:
+            return self.translated.whole(body)
+        self._settle(native.answer_usage(self.route.dialect, body))
+        return body
+
+    def events(self, events: list[SseEvent]) -> list[SseEvent]:
+        if not self.route.forwarded_native:
+            return self.translated.events(events)
+        for event in events:
+            data = event.data
+            if data and data[:1] == b"{":
+                try:
+                    decoded = msgspec.json.decode(data)
+                except msgspec.DecodeError:
+                    continue
+                if isinstance(decoded, dict):
+                    self._usage.feed(decoded)
+                    seq = decoded.get("sequence_number")
+                    if isinstance(seq, int):
+                        self._seq = seq + 1
+        return events
+
+    def finish(self) -> list[SseEvent]:
+        return []
+
+    def close(self, tail: bytes) -> bytes:
+        """The end of a native stream: its usage settled; a gateway error event (the stream
+        cut short) written as the dialect's ``error`` event."""
+        if not self.route.forwarded_native:
+            return self.translated.close(tail)
+        self._settle(self._usage.counts)
+        out = []
+        for event in SseSplitter().feed(tail):
+            error = _chat_error(event)
+            if error is None:
+                continue     # nothing else of chat's ending belongs in a native stream
+            code, message = error
+            if self.route.dialect == "responses":
+                out.append(_event("error", {"type": "error", "sequence_number": self._seq, "code": code,
+                                            "message": message, "param": None}))
+            else:
+                status = Reason[code].status if code in Reason.__members__ else 500
+                out.append(_event("error", {"type": "error", "error": {
+                    "type": "api_error" if status >= 500 else "invalid_request_error", "message": message,
+                    "code": code}}))
+        return b"".join(out)
+
+
+def _chat_error(event: SseEvent) -> tuple[str, str] | None:
+    try:
+        decoded = msgspec.json.decode(event.data or b"null")
+    except msgspec.DecodeError:
+        return None
+    error = decoded.get("error") if isinstance(decoded, dict) else None
+    if not isinstance(error, dict):
+        return None
+    return str(error.get("code") or "upstream_error"), str(error.get("message") or "")
+
+
+def _event(kind: str, payload: dict[str, Any]) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + encode(payload) + b"\n\n"
 
 
 def _input_tokens(ctx: RequestContext) -> int:

@@ -80,6 +80,11 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
         raise Refusal(Reason.unknown_model, f"model {model!r} does not exist", param="model")
     ctx.model = model
     ctx.stream = stream
+    native = getattr(ctx.route, "native_body", None)   # a Responses or Messages request (stages/s25_dialect.py)
+    if native is not None:
+        body = native(ctx.body, target.backend_model if target.renames else None)
+        if body is not None:   # the upstream serves the dialect and no stage changed the request
+            return UpstreamCall(target, ctx.route.native_path, body, stream, False)
     wants_usage = stream and _include_usage(options) is True
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):

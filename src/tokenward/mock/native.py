@@ -1,0 +1,109 @@
+"""The mock's own ``/v1/responses`` and ``/v1/messages``: a backend that serves those APIs itself.
+
+For the gateway's native forwarding (``upstreams.NAME.dialects``): the answer is the
+mock's usual ``tok tok ...`` of ``x-mock-tokens`` (or the output bound) tokens, whole or
+streamed in the API's own events, with the API's own usage (Responses' ``usage`` in
+``response.completed``; Anthropic's in ``message_start`` and ``message_delta``). Written
+here from the wire formats alone (the mock sits below the gateway's dialect code and does
+not share it), lean: no token rate, holds or faults beyond ``x-mock-status``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .formats import TOKEN_TEXT, Plan, build_plan, encode
+from .steering import BadRequest, Steering
+
+RESPONSES, MESSAGES = "responses", "messages"
+
+
+def _text_of(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def plan_for(route: str, body: dict, steer: Steering) -> Plan:
+    """The chat plan of a native request: its messages' text, its output bound."""
+    if route == RESPONSES:
+        items = body.get("input")
+        turns = [{"role": "user", "content": items}] if isinstance(items, str) else [
+            {"role": "user", "content": _text_of(i.get("content"))} for i in items or () if isinstance(i, dict)]
+        bound = body.get("max_output_tokens")
+    else:
+        turns = [{"role": "user", "content": _text_of(m.get("content"))}
+                 for m in body.get("messages") or () if isinstance(m, dict)]
+        bound = body.get("max_tokens")
+    if bound is not None and (type(bound) is not int or bound < 1):
+        raise BadRequest("the output bound must be an integer >= 1")
+    chat = {"model": body.get("model", "mock-model"), "messages": turns, "max_tokens": bound}
+    return build_plan(True, chat, steer)
+
+
+def _sse(kind: str, payload: dict[str, Any]) -> bytes:
+    return b"event: " + kind.encode() + b"\ndata: " + encode(payload) + b"\n\n"
+
+
+def responses_answer(plan: Plan, rid: str, created: int, stream: bool) -> bytes:
+    text = TOKEN_TEXT * plan.tokens
+    done = plan.finish != "length"
+    usage = {"input_tokens": plan.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": plan.tokens, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": plan.prompt_tokens + plan.tokens}
+    part = {"type": "output_text", "text": text, "annotations": []}
+    item = {"id": f"msg_{rid}", "type": "message", "role": "assistant", "status": "completed", "content": [part]}
+    response = {"id": f"resp_{rid}", "object": "response", "created_at": created, "model": plan.model,
+                "status": "completed" if done else "incomplete", "output": [item], "usage": usage, "error": None,
+                "incomplete_details": None if done else {"reason": "max_output_tokens"},
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "store": False}
+    if not stream:
+        return encode(response)
+    seq = iter(range(10 ** 9))
+    shell = {**response, "status": "in_progress", "output": [], "usage": None, "incomplete_details": None}
+    out = [_sse("response.created", {"type": "response.created", "sequence_number": next(seq), "response": shell}),
+           _sse("response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
+                                               "output_index": 0, "item": {**item, "status": "in_progress",
+                                                                           "content": []}}),
+           _sse("response.content_part.added", {"type": "response.content_part.added", "sequence_number": next(seq),
+                                                "item_id": item["id"], "output_index": 0, "content_index": 0,
+                                                "part": {**part, "text": ""}})]
+    for _ in range(plan.tokens):
+        out.append(_sse("response.output_text.delta", {
+            "type": "response.output_text.delta", "sequence_number": next(seq), "item_id": item["id"],
+            "output_index": 0, "content_index": 0, "delta": TOKEN_TEXT, "logprobs": []}))
+    where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
+    out += [_sse("response.output_text.done", {"type": "response.output_text.done", "sequence_number": next(seq),
+                                               **where, "text": text, "logprobs": []}),
+            _sse("response.content_part.done", {"type": "response.content_part.done", "sequence_number": next(seq),
+                                                **where, "part": part}),
+            _sse("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq),
+                                               "output_index": 0, "item": item})]
+    end = "response.completed" if done else "response.incomplete"
+    out.append(_sse(end, {"type": end, "sequence_number": next(seq), "response": response}))
+    return b"".join(out)
+
+
+def messages_answer(plan: Plan, rid: str, stream: bool) -> bytes:
+    text = TOKEN_TEXT * plan.tokens
+    stop = "max_tokens" if plan.finish == "length" else "end_turn"
+    message = {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": plan.model,
+               "content": [{"type": "text", "text": text}], "stop_reason": stop, "stop_sequence": None,
+               "usage": {"input_tokens": plan.prompt_tokens, "output_tokens": plan.tokens}}
+    if not stream:
+        return encode(message)
+    start = {**message, "content": [], "stop_reason": None,
+             "usage": {"input_tokens": plan.prompt_tokens, "output_tokens": 1}}
+    out = [_sse("message_start", {"type": "message_start", "message": start}),
+           _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {"type": "text", "text": ""}})]
+    out += [_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "text_delta", "text": TOKEN_TEXT}})
+            for _ in range(plan.tokens)]
+    out += [_sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                   "usage": {"output_tokens": plan.tokens}}),
+            _sse("message_stop", {"type": "message_stop"})]
+    return b"".join(out)

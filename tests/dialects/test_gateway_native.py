@@ -1,0 +1,105 @@
+"""Native forwarding: the mock declared ``dialects: [chat, responses, messages]`` serves both APIs itself.
+
+A request no stage changed goes to the upstream's own ``/v1/responses`` or ``/v1/messages``
+as the client sent it; the answer comes back as the upstream wrote it, its usage read from
+the dialect's own fields (the decision record's, clamped as a chat backend's). What only a
+native upstream can do (``previous_response_id``, ``store: true``) is forwarded there. A
+request the gateway had to change (personal data masked) goes as its chat view, translated,
+unless it asks for upstream state, which is then refused.
+"""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+
+from tests.dialects.gateway import MODEL, anthropic_client, backend_body, dialect_gateway, openai_client
+
+pytestmark = pytest.mark.usefixtures("sdk_clients_closed")   # tests/conftest.py
+
+ALL = ("chat", "responses", "messages")
+
+
+@pytest.fixture
+async def running(tmp_path):
+    async with dialect_gateway(tmp_path, ALL) as pair:
+        yield pair
+
+
+async def by_path(backend) -> dict[str, int]:
+    return (await backend.stats())["by_path"]
+
+
+async def test_responses_whole_and_streamed_natively(running):
+    backend, gw = running
+    sdk = openai_client(gw)
+    whole = await sdk.responses.create(model=MODEL, instructions="Be brief.", input="hello there",
+                                       max_output_tokens=40, metadata={"run": "7"})
+    assert await backend_body(backend) == {"model": MODEL, "instructions": "Be brief.", "input": "hello there",
+                                           "max_output_tokens": 40, "metadata": {"run": "7"}}
+    assert whole.id.startswith("resp_mock-") and whole.output_text == "tok " * 16
+    record = gw.decisions()[-1]
+    assert record["route"] == "/v1/responses" and record["upstream_status"] == 200
+    assert record["usage"] == {"prompt_tokens": whole.usage.input_tokens, "completion_tokens": 16,
+                               "source": "reported"}
+    async with sdk.responses.stream(model=MODEL, input="hello there", max_output_tokens=40) as stream:
+        deltas = [e.delta async for e in stream if e.type == "response.output_text.delta"]
+        final = await stream.get_final_response()
+    assert final.id.startswith("resp_mock-") and "".join(deltas) == final.output_text == "tok " * 16
+    assert (await by_path(backend)).get("/v1/responses") == 2 and "/v1/chat/completions" not in await by_path(backend)
+    record = gw.decisions()[-1]
+    assert record["usage"] == {"prompt_tokens": final.usage.input_tokens, "completion_tokens": 16,
+                               "source": "reported"}
+
+
+async def test_messages_create_stream_and_count_tokens_natively(running):
+    backend, gw = running
+    asked = [{"role": "user", "content": "hello there"}]
+    async with anthropic_client(gw) as sdk:
+        whole = await sdk.messages.create(model=MODEL, max_tokens=10, messages=asked)
+        async with sdk.messages.stream(model=MODEL, max_tokens=10, messages=asked) as events:
+            text = "".join([piece async for piece in events.text_stream])
+            final = await events.get_final_message()
+        counted = await sdk.messages.count_tokens(model=MODEL, messages=asked)
+    assert whole.id.startswith("msg_mock-") and whole.stop_reason == "max_tokens"
+    assert text == final.content[0].text == whole.content[0].text == "tok " * 10
+    assert final.usage.output_tokens == 10
+    assert (await by_path(backend)) == {"/v1/messages": 2}          # count_tokens forwarded nothing
+    record = gw.decisions()[-2]
+    assert record["usage"] == {"prompt_tokens": final.usage.input_tokens, "completion_tokens": 10,
+                               "source": "reported"}
+    assert counted.input_tokens > 0
+
+
+async def test_upstream_state_goes_to_a_native_upstream(running):
+    backend, gw = running
+    sdk = openai_client(gw)
+    answer = await sdk.responses.create(model=MODEL, input="and then?", max_output_tokens=8,
+                                        previous_response_id="resp_earlier", store=True)
+    sent = await backend_body(backend)
+    assert sent["previous_response_id"] == "resp_earlier" and sent["store"] is True
+    assert answer.output_text == "tok " * 8
+    assert await by_path(backend) == {"/v1/responses": 1}
+
+
+async def test_a_masked_request_goes_translated_and_state_with_masking_is_refused(running):
+    """Personal data masked (tokenize): the chat view goes to the upstream's chat endpoint and
+    the answer is translated back with the values restored; a request that names upstream
+    state cannot go as its chat view, and the gateway may not forward it unmasked."""
+    backend, gw = running
+    text = "Mail jane.doe@example.com about it."
+    sdk = openai_client(gw, "screened", **{"x-mock-echo": "3"})
+    answer = await sdk.responses.create(model=MODEL, input=text, max_output_tokens=100)
+    assert answer.output_text == text
+    assert await by_path(backend) == {"/v1/chat/completions": 1}
+    assert "jane.doe" not in json.dumps(await backend_body(backend))
+    with pytest.raises(openai.BadRequestError) as caught:
+        await sdk.responses.create(model=MODEL, input=text, max_output_tokens=100, previous_response_id="resp_1")
+    assert caught.value.response.headers["x-tokenward-reason"] == "invalid_field"
+    assert "forwarded as it was sent" in caught.value.message
+    assert await by_path(backend) == {"/v1/chat/completions": 1}
+    await sdk.responses.create(model=MODEL, input="no personal data here", max_output_tokens=8,
+                               previous_response_id="resp_1")
+    assert (await by_path(backend)).get("/v1/responses") == 1
