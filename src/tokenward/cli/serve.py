@@ -153,6 +153,7 @@ def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | Non
     forked worker by signalling the parent, which passes SIGHUP on to every worker."""
     from ..app import Gateway
     from ..http import serving
+    from ..http.state import MAX_HEAD_BYTES
     from .reload import Reloader
 
     held = _HeldLogs(config.logging.level)
@@ -163,7 +164,7 @@ def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | Non
         report(reason)
 
     # The whole head's cap across reads; the edge's own limits are counted per header.
-    max_head = max(serving.MAX_HEAD_BYTES, 4 * config.edge.max_header_bytes)
+    max_head = max(MAX_HEAD_BYTES, 4 * config.edge.max_header_bytes)
     open_files = raise_open_file_limit()
     cap = connection_cap(config, open_files)
     log.info("open-file limit %d: up to %d client connections", open_files, cap)

@@ -3,13 +3,19 @@ completion routes stream theirs through the edge stage instead."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import Reason, Refusal
 
+if TYPE_CHECKING:
+    from .asgi import Receive
 
-async def read_bounded(receive, limit: int, what: str) -> bytes | Refusal:
+
+async def read_bounded(receive: Receive, limit: int, what: str) -> bytes | Refusal:
     """The body, or why not: the client left (``client_disconnected``) or sent more than
     ``limit`` bytes (``body_too_large``, naming ``what``)."""
-    parts, size = [], 0
+    parts: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 if TYPE_CHECKING:
+    from .asgi import Message, Scope
     from .server import HttpConnection
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
@@ -27,7 +28,7 @@ _ORDINARY = frozenset((b"content-type", b"x-request-id", b"cache-control", b"ret
 _DISCONNECT = {"type": "http.disconnect"}
 
 
-def wake(waiter: asyncio.Future | None) -> None:
+def wake(waiter: asyncio.Future[None] | None) -> None:
     """Resolve a waiter that may be gone or already done."""
     if waiter is not None and not waiter.done():
         waiter.set_result(None)
@@ -46,13 +47,13 @@ class RequestCycle:
 
     supports_disconnect_hook = True
 
-    def __init__(self, conn: HttpConnection, scope: dict, keep_alive: bool, expect_continue: bool) -> None:
+    def __init__(self, conn: HttpConnection, scope: Scope, keep_alive: bool, expect_continue: bool) -> None:
         self.conn = conn
         self.scope = scope
         self.body: list[bytes] = []
         self.more_body = True
         self.body_returned = False  # the last body message went to the app; receive() now waits
-        self.waiter: asyncio.Future | None = None
+        self.waiter: asyncio.Future[None] | None = None
         self.keep_alive = keep_alive
         self.expect_continue = expect_continue
         self.head_only = scope["method"] == "HEAD"
@@ -79,7 +80,7 @@ class RequestCycle:
             hook()
 
     # -- ASGI ------------------------------------------------------------------------------
-    async def receive(self) -> dict:
+    async def receive(self) -> Message:
         # Wait while there is nothing to hand over: no body bytes yet and more to come, or
         # the whole body already handed over (then only a disconnect ends the wait).
         while not (self.disconnected or self.complete) and (self.body_returned or (not self.body and self.more_body)):
@@ -104,7 +105,7 @@ class RequestCycle:
             self.body_returned = True
         return {"type": "http.request", "body": body, "more_body": self.more_body}
 
-    async def send(self, message: dict) -> None:
+    async def send(self, message: Message) -> None:
         conn = self.conn
         if conn.write_paused and not self.disconnected:
             await conn.drain()
@@ -134,7 +135,7 @@ class RequestCycle:
         if not more:
             self._finish()
 
-    def respond_now(self, status: int, headers, body: bytes) -> bool:
+    def respond_now(self, status: int, headers: Iterable[tuple[bytes, bytes]], body: bytes) -> bool:
         """A whole response without the ASGI messages; False (nothing done) when it must
         wait for the client to drain, or was already started: then use ``send``."""
         if self.started or self.conn.write_paused or self.disconnected:
@@ -147,7 +148,7 @@ class RequestCycle:
         self._finish()
         return True
 
-    def _head(self, status: int, headers) -> bytes:
+    def _head(self, status: int, headers: Iterable[tuple[bytes, bytes]]) -> bytes:
         parts = [status_line(status)]
         length_given = False
         for name, value in headers:

@@ -5,14 +5,59 @@ may still be uploading past, during which the connection counts against no cap."
 
 from __future__ import annotations
 
+import asyncio
+from typing import TYPE_CHECKING, Protocol
+
 from ..errors import Reason
 from .refusals import error_response
 
+if TYPE_CHECKING:
+    from .cycle import RequestCycle
+    from .state import ServerState
+
+
+class _Connection(Protocol):
+    """What these methods use of the connection (server.py's ``HttpConnection`` has it all):
+    the mixin's methods take it as their ``self`` type, so mypy checks both sides."""
+
+    state: ServerState
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
+    cycle: RequestCycle | None
+    parsing: RequestCycle | None
+    queue: list[RequestCycle]
+    in_head: bool
+    refused: bool
+    lingering: bool
+    linger_left: int
+    linger_timer: asyncio.TimerHandle | None
+    read_paused: bool
+    head_since: float | None
+    body_since: float | None
+    host: str | None
+
+    def write(self, data: bytes) -> None: ...
+    def close(self) -> None: ...
+    def pause_reading(self) -> None: ...
+    def linger(self) -> None: ...
+    def _uncount_client(self: _Connection) -> None: ...
+    def _reject(self: _Connection, reason: Reason | None, message: str) -> None: ...
+
 
 class EarlyEnds:
-    __slots__ = ()
+    __slots__ = ()   # the connection's own __slots__ hold these, which its methods set:
+    refused: bool
+    lingering: bool
+    in_head: bool
+    read_paused: bool
+    linger_left: int
+    linger_timer: asyncio.TimerHandle | None
+    parsing: RequestCycle | None
+    head_since: float | None
+    body_since: float | None
+    host: str | None
 
-    def linger(self) -> None:
+    def linger(self: _Connection) -> None:
         """Close gracefully after an answer the client may still be uploading past (RFC 9112
         section 9.6): FIN after the response, then read and drop what still comes, until
         the client closes, LINGER_BYTES arrive or LINGER_S pass; then close."""
@@ -35,16 +80,16 @@ class EarlyEnds:
             self.read_paused = False
             self.transport.resume_reading()
 
-    def _uncount_client(self) -> None:
+    def _uncount_client(self: _Connection) -> None:
         if self.host is not None:
             self.state.release_client(self.host)
             self.host = None
 
-    def waiting_for_body(self) -> bool:
+    def waiting_for_body(self: _Connection) -> bool:
         cycle = self.cycle
         return cycle is not None and cycle.waiter is not None and cycle.more_body and not cycle.body_returned
 
-    def time_out_head(self) -> None:
+    def time_out_head(self: _Connection) -> None:
         """A request head not whole within ``head_timeout_s``: 408 if a byte of it came,
         else (a connection that never said anything) a plain close."""
         if self.in_head:
@@ -56,12 +101,12 @@ class EarlyEnds:
         else:
             self.head_since = None  # answering: the idle clock starts after the answer
 
-    def time_out_body(self, message: str) -> None:
+    def time_out_body(self: _Connection, message: str) -> None:
         """A request body too slow or stopped (``ServerState.sweep_idle``): 408, and the app,
         wherever it is in the request, sees the client gone."""
         self._reject(Reason.request_timeout, message)
 
-    def _reject(self, reason: Reason | None, message: str) -> None:
+    def _reject(self: _Connection, reason: Reason | None, message: str) -> None:
         # Nothing more of this connection is parsed (the parser's state is gone); what the
         # client still sends is read and dropped while the answer lingers (``linger``).
         # reason None (an HTTP/0.9 request): no answer it could read, the connection closes.
@@ -77,7 +122,8 @@ class EarlyEnds:
                 # reason, and the app, wherever it is in the request, sees the client gone, so
                 # its own answer (it may be about to send one) has nowhere to go.
                 cycle.started = True
-                self.write(error_response(reason, message))
+                if reason is not None:   # None (HTTP/0.9) is refused before its cycle exists
+                    self.write(error_response(reason, message))
                 cycle.lost()
             self.linger()
             return

@@ -21,6 +21,10 @@ The old gap rule stays: a body with no byte for ``keep_alive_s`` gets 408 too.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..config.schema import Config
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +36,7 @@ class ClientLimits:
     max_connections_per_client: int | None = None
 
 
-def client_limits(config) -> ClientLimits:
+def client_limits(config: Config | None) -> ClientLimits:
     """The limits a config's ``server`` section sets; the defaults without one (a bare ASGI app)."""
     server = getattr(config, "server", None)
     if server is None:

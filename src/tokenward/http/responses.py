@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
-
 from ..errors import Reason, Refusal, refusal_body
+from .asgi import Send
 from .cycle import RequestCycle
 
-Send = Callable[[dict], Awaitable[None]]
 Headers = list[tuple[bytes, bytes]]
 
 JSON = (b"content-type", b"application/json")
@@ -39,7 +37,7 @@ async def send_bytes(send: Send, status: int, headers: Headers, body: bytes) -> 
 
 
 async def send_json(send: Send, status: int, body: bytes, request_id: bytes,
-                    extra: Headers | tuple = ()) -> None:
+                    extra: Headers | tuple[tuple[bytes, bytes], ...] = ()) -> None:
     headers = [JSON, (b"x-request-id", request_id)]
     if extra:
         headers.extend(extra)

@@ -56,9 +56,9 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
         # empty and an empty deque costs 600 bytes on every open connection (a list 56)
         self.queue: list[RequestCycle] = []
         # One task per connection answers its requests in turn (cheaper than a task per request).
-        self.worker: asyncio.Task | None = None
+        self.worker: asyncio.Task[None] | None = None
         self.busy = False  # the worker is inside the app (which may outlive its response)
-        self.next_waiter: asyncio.Future | None = None
+        self.next_waiter: asyncio.Future[None] | None = None
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect = False
@@ -82,9 +82,10 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
         self.buffered = 0
         self.read_paused = False
         self.write_paused = False
-        self.drain_waiter: asyncio.Future | None = None
+        self.drain_waiter: asyncio.Future[None] | None = None
         self.idle_since: float | None = None
-        self.client = self.server = None
+        self.client: tuple[str, int] | None = None   # ASGI's (host, port), of each end
+        self.server: tuple[str, int] | None = None
         self.scheme = "http"
 
     # -- asyncio.Protocol ------------------------------------------------------------------

@@ -11,8 +11,10 @@ import functools
 import logging
 import signal
 import socket
-from typing import Awaitable, Callable
+import ssl
+from typing import Any, Awaitable, Callable
 
+from .asgi import ASGIApp, Message, ReloadableApp
 from .limits import ClientLimits, client_limits
 from .server import HttpConnection
 from .state import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, ServerState
@@ -29,17 +31,18 @@ class StartupFailed(Exception):
 class _Lifespan:
     """The ASGI lifespan protocol, from the server's side."""
 
-    def __init__(self, app: Callable) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self._app = app
-        self._inbox: asyncio.Queue = asyncio.Queue()
-        self._outbox: asyncio.Queue = asyncio.Queue()
-        self._task: asyncio.Task | None = None
+        self._inbox: asyncio.Queue[Message] = asyncio.Queue()
+        self._outbox: asyncio.Queue[Message] = asyncio.Queue()
+        self._task: asyncio.Future[None] | None = None
 
-    async def _exchange(self, kind: str) -> dict:
+    async def _exchange(self, kind: str) -> Message:
         await self._inbox.put({"type": f"lifespan.{kind}"})
         reply = asyncio.ensure_future(self._outbox.get())
         assert self._task is not None
-        await asyncio.wait({reply, self._task}, return_when=asyncio.FIRST_COMPLETED)
+        either: set[asyncio.Future[Any]] = {reply, self._task}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if reply.done():
             return reply.result()
         reply.cancel()
@@ -62,7 +65,7 @@ class _Lifespan:
 
 
 class HttpServer:
-    def __init__(self, app: Callable, keep_alive_s: float = 30.0, graceful_s: float = 30.0,
+    def __init__(self, app: ASGIApp, keep_alive_s: float = 30.0, graceful_s: float = 30.0,
                  max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
                  max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
                  limits: ClientLimits | None = None) -> None:
@@ -79,7 +82,7 @@ class HttpServer:
         self._lifespan = _Lifespan(app)
         self._sweeper: asyncio.TimerHandle | None = None
 
-    async def start(self, sockets: list[socket.socket], ssl_context=None) -> None:
+    async def start(self, sockets: list[socket.socket], ssl_context: ssl.SSLContext | None = None) -> None:
         """Run the app's start-up, then accept on ``sockets`` (TLS with ``ssl_context``);
         raises StartupFailed."""
         loop = asyncio.get_running_loop()
@@ -91,7 +94,7 @@ class HttpServer:
             self._servers.append(await loop.create_server(factory, sock=sock, backlog=2048, ssl=ssl_context))
         self._sweeper = loop.call_later(SWEEP_S, self._sweep)
 
-    async def swap(self, app: Callable) -> Callable:
+    async def swap(self, app: ASGIApp) -> ASGIApp:
         """Start ``app`` and serve every request from now on with it, on open connections
         too; the old app finishes the requests it has (streams included), then shuts down
         (in the background, so this returns once the new app serves). Returns the old app.
@@ -107,7 +110,7 @@ class HttpServer:
         task.add_done_callback(self.state.tasks.discard)
         return old
 
-    async def _retire(self, app: Callable, lifespan: _Lifespan) -> None:
+    async def _retire(self, app: ASGIApp, lifespan: _Lifespan) -> None:
         """Wait until the old app has no request left (or the grace period ends), then shut it."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.graceful_s
@@ -150,10 +153,10 @@ class HttpServer:
         await self._lifespan.shutdown()
 
 
-def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
+def run(app: ReloadableApp, sockets: list[socket.socket], keep_alive_s: float = 30.0, graceful_s: float = 30.0,
         max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
         max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
-        started: Callable[[str | None], None] | None = None, ssl_context=None,
+        started: Callable[[str | None], None] | None = None, ssl_context: ssl.SSLContext | None = None,
         reload: Callable[[HttpServer], Awaitable[str]] | None = None, hook_reload: bool = True) -> bool:
     """Serve until SIGTERM or SIGINT; False if the app failed to start. ``started`` hears how
     start-up ended: None once the app started and the sockets accept, else the reason (then
@@ -195,7 +198,7 @@ def run(app: Callable, sockets: list[socket.socket], keep_alive_s: float = 30.0,
 
 def _on_hangup(loop: asyncio.AbstractEventLoop, server: HttpServer,
                reload: Callable[[HttpServer], Awaitable[str]]) -> None:
-    running: list[asyncio.Task] = []
+    running: list[asyncio.Future[None]] = []
 
     async def one() -> None:
         try:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ..writes import batch_for
 from .limits import ClientLimits
 
 if TYPE_CHECKING:
+    from .asgi import ASGIApp
     from .server import HttpConnection
 
 # httptools buffers a header line until it ends, without a limit of its own: a request
@@ -33,7 +34,7 @@ LINGER_BYTES = 8 * 1024 * 1024
 class ServerState:
     """What all connections of one server share."""
 
-    def __init__(self, app: Callable, loop: asyncio.AbstractEventLoop, keep_alive_s: float,
+    def __init__(self, app: ASGIApp, loop: asyncio.AbstractEventLoop, keep_alive_s: float,
                  max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
                  max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
                  limits: ClientLimits = ClientLimits()) -> None:
@@ -52,7 +53,7 @@ class ServerState:
         self.lingering = 0
         # client address -> its connections that count against max_connections_per_client
         self.per_client: dict[str, int] = {}
-        self.tasks: set[asyncio.Task] = set()
+        self.tasks: set[asyncio.Task[None]] = set()
         self.draining = False
         self.batch = batch_for(loop)
 
@@ -91,15 +92,15 @@ class ServerState:
             elif conn.idle_since is not None and conn.idle_since < cutoff:
                 conn.close()
             elif conn.body_since is not None and not conn.read_paused:
-                why = self._body_too_slow(conn, now)
+                why = self._body_too_slow(conn, conn.body_since, now)
                 if why is not None:
                     conn.time_out_body(why)
             elif conn.last_read < cutoff and conn.waiting_for_body():
                 conn.time_out_body("the request body stopped arriving")
 
-    def _body_too_slow(self, conn: HttpConnection, now: float) -> str | None:
+    def _body_too_slow(self, conn: HttpConnection, since: float, now: float) -> str | None:
         limits = self.limits
-        elapsed = now - conn.body_since
+        elapsed = now - since
         if elapsed > limits.body_timeout_s:
             return f"the request body did not arrive within {limits.body_timeout_s:g} s"
         if limits.min_body_rate and elapsed > limits.body_rate_grace_s and \
