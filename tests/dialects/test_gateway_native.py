@@ -103,3 +103,69 @@ async def test_a_masked_request_goes_translated_and_state_with_masking_is_refuse
     await sdk.responses.create(model=MODEL, input="no personal data here", max_output_tokens=8,
                                previous_response_id="resp_1")
     assert (await by_path(backend)).get("/v1/responses") == 1
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}}
+QUESTION = "What is the weather in Paris today?"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_responses_function_tool_round_trip_natively(running, stream):
+    backend, gw = running
+    sdk = openai_client(gw, **{"x-mock-tool-call": "get_weather"})
+    tools = [{"type": "function", "name": "get_weather", "parameters": WEATHER}]
+    asked = [{"role": "user", "content": QUESTION}]
+    if stream:
+        async with sdk.responses.stream(model=MODEL, input=asked, tools=tools, max_output_tokens=100) as events:
+            deltas = [e.delta async for e in events if e.type == "response.function_call_arguments.delta"]
+            first = await events.get_final_response()
+        assert len(deltas) > 1
+    else:
+        first = await sdk.responses.create(model=MODEL, input=asked, tools=tools, max_output_tokens=100)
+    (call,) = first.output
+    assert call.type == "function_call" and json.loads(call.arguments) == {"echo": QUESTION}
+    result = {"type": "function_call_output", "call_id": call.call_id, "output": "18C, sunny"}
+    second = await openai_client(gw).responses.create(model=MODEL, tools=tools, max_output_tokens=100,
+                                                      input=[*asked, call, result])
+    sent = await backend_body(backend)
+    assert sent["input"][1]["call_id"] == call.call_id and sent["input"][2] == result   # as the client sent it
+    assert second.output_text == "tok " * 16
+    assert await by_path(backend) == {"/v1/responses": 2}
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_messages_tool_use_round_trip_natively(running, stream):
+    backend, gw = running
+    tools = [{"name": "get_weather", "input_schema": WEATHER}]
+    asked = [{"role": "user", "content": QUESTION}]
+    async with anthropic_client(gw, **{"x-mock-tool-call": "get_weather"}) as sdk:
+        if stream:
+            async with sdk.messages.stream(model=MODEL, max_tokens=100, tools=tools, messages=asked) as events:
+                first = await events.get_final_message()
+        else:
+            first = await sdk.messages.create(model=MODEL, max_tokens=100, tools=tools, messages=asked)
+    (use,) = first.content
+    assert use.type == "tool_use" and use.input == {"echo": QUESTION} and first.stop_reason == "tool_use"
+    async with anthropic_client(gw) as sdk:
+        second = await sdk.messages.create(model=MODEL, max_tokens=100, tools=tools, messages=[
+            *asked, {"role": "assistant", "content": first.content},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18C, sunny"}]}])
+    sent = await backend_body(backend)
+    assert sent["messages"][2]["content"][0] == {"type": "tool_result", "tool_use_id": use.id, "content": "18C, sunny"}
+    assert second.content[0].text == "tok " * 16
+    assert await by_path(backend) == {"/v1/messages": 2}
+
+
+async def test_a_native_stream_without_usage_is_counted(running):
+    """The upstream's stream reports no usage: its text is counted with the model's tokenizer."""
+    from tokenward.tokenize.tiktoken_files import load_encoding
+
+    backend, gw = running
+    sdk = openai_client(gw, **{"x-mock-no-usage": "1"})
+    async with sdk.responses.stream(model=MODEL, input="hello there", max_output_tokens=40) as stream:
+        final = await stream.get_final_response()
+    assert final.usage is None and final.output_text == "tok " * 16
+    record = gw.decisions()[-1]
+    assert record["usage"]["source"] == "counted"
+    assert record["usage"]["completion_tokens"] == len(load_encoding("o200k_base").encode("tok " * 16))
+    assert record["usage"]["prompt_tokens"] == record["notes"]["budget"]["estimated_input"]

@@ -209,8 +209,15 @@ class MockUpstream:
             return
         rid, created = f"mock-{next(self._seq)}", int(time.time())
         stream = body.get("stream") is True
-        answer = (native.responses_answer(plan, rid, created, stream) if route == native.RESPONSES
-                  else native.messages_answer(plan, rid, stream))
+        tool = steer.tool_call
+        if tool:
+            text = native.last_text(route, body)
+            answer = (native.responses_call(plan, rid, created, stream, tool, text) if route == native.RESPONSES
+                      else native.messages_call(plan, rid, stream, tool, text))
+        else:
+            answer = (native.responses_answer(plan, rid, created, stream, not steer.no_usage)
+                      if route == native.RESPONSES
+                      else native.messages_answer(plan, rid, stream))
         self.stats.tokens_generated += plan.tokens
         if not stream:
             await send_json(send, 200, answer)

@@ -26,6 +26,18 @@ def _text_of(content: Any) -> str:
     return ""
 
 
+def last_text(route: str, body: dict) -> str:
+    """The last user text: what ``x-mock-tool-call`` echoes as the call's arguments."""
+    if route == RESPONSES:
+        items = body.get("input")
+        if isinstance(items, str):
+            return items
+        turns = [i for i in items or () if isinstance(i, dict) and i.get("role") == "user"]
+    else:
+        turns = [m for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "user"]
+    return _text_of(turns[-1].get("content")) if turns else ""
+
+
 def plan_for(route: str, body: dict, steer: Steering) -> Plan:
     """The chat plan of a native request: its messages' text, its output bound."""
     if route == RESPONSES:
@@ -47,7 +59,7 @@ def _sse(kind: str, payload: dict[str, Any]) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + encode(payload) + b"\n\n"
 
 
-def responses_answer(plan: Plan, rid: str, created: int, stream: bool) -> bytes:
+def responses_answer(plan: Plan, rid: str, created: int, stream: bool, usage_sent: bool = True) -> bytes:
     text = TOKEN_TEXT * plan.tokens
     done = plan.finish != "length"
     usage = {"input_tokens": plan.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
@@ -82,6 +94,8 @@ def responses_answer(plan: Plan, rid: str, created: int, stream: bool) -> bytes:
             _sse("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq),
                                                "output_index": 0, "item": item})]
     end = "response.completed" if done else "response.incomplete"
+    if not usage_sent:     # x-mock-no-usage: a server that reports none
+        response = {**response, "usage": None}
     out.append(_sse(end, {"type": end, "sequence_number": next(seq), "response": response}))
     return b"".join(out)
 
@@ -105,5 +119,66 @@ def messages_answer(plan: Plan, rid: str, stream: bool) -> bytes:
     out += [_sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
             _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                    "usage": {"output_tokens": plan.tokens}}),
+            _sse("message_stop", {"type": "message_stop"})]
+    return b"".join(out)
+
+
+def _pieces(text: str, size: int = 5) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def responses_call(plan: Plan, rid: str, created: int, stream: bool, name: str, text: str) -> bytes:
+    """A function call of ``name`` whose arguments are ``{"echo": text}`` (``x-mock-tool-call``)."""
+    args = encode({"echo": text}).decode()
+    item = {"id": f"fc_{rid}", "type": "function_call", "call_id": f"call_{rid}", "name": name,
+            "arguments": args, "status": "completed"}
+    usage = {"input_tokens": plan.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": len(_pieces(args)), "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": plan.prompt_tokens + len(_pieces(args))}
+    response = {"id": f"resp_{rid}", "object": "response", "created_at": created, "model": plan.model,
+                "status": "completed", "output": [item], "usage": usage, "error": None, "incomplete_details": None,
+                "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "store": False}
+    if not stream:
+        return encode(response)
+    seq = iter(range(10 ** 9))
+    out = [_sse("response.created", {"type": "response.created", "sequence_number": next(seq),
+                                     "response": {**response, "status": "in_progress", "output": [], "usage": None}}),
+           _sse("response.output_item.added", {"type": "response.output_item.added", "sequence_number": next(seq),
+                                               "output_index": 0, "item": {**item, "arguments": "",
+                                                                           "status": "in_progress"}})]
+    for piece in _pieces(args):
+        out.append(_sse("response.function_call_arguments.delta", {
+            "type": "response.function_call_arguments.delta", "sequence_number": next(seq), "item_id": item["id"],
+            "output_index": 0, "delta": piece}))
+    out += [_sse("response.function_call_arguments.done", {
+                "type": "response.function_call_arguments.done", "sequence_number": next(seq), "item_id": item["id"],
+                "output_index": 0, "arguments": args, "name": name}),
+            _sse("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq),
+                                               "output_index": 0, "item": item}),
+            _sse("response.completed", {"type": "response.completed", "sequence_number": next(seq),
+                                        "response": response})]
+    return b"".join(out)
+
+
+def messages_call(plan: Plan, rid: str, stream: bool, name: str, text: str) -> bytes:
+    """A ``tool_use`` block of ``name`` whose input is ``{"echo": text}`` (``x-mock-tool-call``)."""
+    args = encode({"echo": text}).decode()
+    block = {"type": "tool_use", "id": f"toolu_{rid}", "name": name, "input": {"echo": text}}
+    message = {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": plan.model, "content": [block],
+               "stop_reason": "tool_use", "stop_sequence": None,
+               "usage": {"input_tokens": plan.prompt_tokens, "output_tokens": len(_pieces(args))}}
+    if not stream:
+        return encode(message)
+    out = [_sse("message_start", {"type": "message_start", "message": {
+               **message, "content": [], "stop_reason": None,
+               "usage": {"input_tokens": plan.prompt_tokens, "output_tokens": 1}}}),
+           _sse("content_block_start", {"type": "content_block_start", "index": 0,
+                                        "content_block": {**block, "input": {}}})]
+    out += [_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                         "delta": {"type": "input_json_delta", "partial_json": piece}})
+            for piece in _pieces(args)]
+    out += [_sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                                   "usage": {"output_tokens": len(_pieces(args))}}),
             _sse("message_stop", {"type": "message_stop"})]
     return b"".join(out)

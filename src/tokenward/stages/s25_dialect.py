@@ -37,6 +37,7 @@ from ..errors import Reason, Refusal
 from ..http.responses import JSON
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
+from ..tokenize.registry import shared_registry
 from ..upstream.usage_report import bounded
 from ..wire.sse import SseEvent, SseSplitter
 
@@ -121,8 +122,9 @@ def _stateless(dialect: str, parsed: Any) -> Any:
 class DialectStage(BaseStage):
     name = "dialect"
 
-    def __init__(self, config: Config, clock: Callable[[], float]) -> None:
+    def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None) -> None:
         self._clock = clock
+        self._counters = counters or {}
         # model -> the dialects its upstream serves natively
         self._native = {name: frozenset(getattr(config.upstreams[spec.upstream], "dialects", ("chat",)))
                         for name, spec in config.models.items()}
@@ -160,7 +162,8 @@ class DialectStage(BaseStage):
             return None
         answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock)
         upstream = self._upstream.get(model, "")
-        ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, upstream) if native else answer)
+        ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, upstream, self._counters.get(model))
+                          if native else answer)
         return None
 
 
@@ -177,19 +180,26 @@ class DialectAnswer:
     passed through, its usage read from the dialect's own fields (dialects/native.py) and
     clamped to the request's bounds as a chat backend's is (upstream/usage_report.py)."""
 
-    __slots__ = ("ctx", "route", "translated", "upstream", "_usage", "_seq")
+    __slots__ = ("ctx", "route", "translated", "upstream", "counter", "_usage", "_seq", "_texts")
 
-    def __init__(self, ctx: RequestContext, route: DialectRoute, translated: TranslatedAnswer, upstream: str) -> None:
+    def __init__(self, ctx: RequestContext, route: DialectRoute, translated: TranslatedAnswer, upstream: str,
+                 counter: Any = None) -> None:
         self.ctx = ctx
         self.route = route
         self.translated = translated
         self.upstream = upstream
+        self.counter = counter   # the model's tokenizer: a stream that reports no usage is counted
         self._usage = native.StreamUsage(route.dialect)
         self._seq = 0      # the next sequence number of a native Responses stream
+        self._texts: list[str] = []
 
     def _settle(self, counts: tuple[int, int] | None) -> None:
         if counts is not None:
             self.ctx.usage = bounded(self.ctx, self.upstream, Usage(counts[0], counts[1], "reported"))
+        elif self._texts and self.counter is not None and self.ctx.work is not None:
+            # no usage in the stream: its generated text counted with the model's tokenizer
+            counted = Usage(self.ctx.work.input_tokens, self.counter.count("".join(self._texts)), "counted")
+            self.ctx.usage = bounded(self.ctx, self.upstream, counted)
 
     def whole(self, body: bytes) -> bytes:
         if not self.route.forwarded_native:
@@ -209,6 +219,9 @@ class DialectAnswer:
                     continue
                 if isinstance(decoded, dict):
                     self._usage.feed(decoded)
+                    delta = native.text_delta(decoded)
+                    if delta is not None:
+                        self._texts.append(delta[1])
                     seq = decoded.get("sequence_number")
                     if isinstance(seq, int):
                         self._seq = seq + 1
@@ -292,7 +305,7 @@ class CountTokensStage(BaseStage):
 
 
 def build(services: Any) -> DialectStage:
-    return DialectStage(services.config, services.clock)
+    return DialectStage(services.config, services.clock, shared_registry(services).counters)
 
 
 def build_count(services: Any) -> CountTokensStage:
