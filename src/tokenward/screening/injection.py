@@ -12,8 +12,8 @@ regex scans once, skipping to its first characters. Spaced-out letters
 of the distinct signals found (0 if z <= 0): 0.92 -> 0.6, 2.3 -> 0.9. docs/injection-eval.md
 has the measured precision, recall and latency, the weights and the blind spots.
 
-The folding is in folding.py, the word lists and signal specs in injection_patterns.py;
-this module builds the regexes from them, scans, and scores.
+The folding is in folding.py, the word lists in injection_vocab.py, the signal specs in
+injection_patterns.py and injection_documents.py; this module builds the regexes from them, scans, and scores.
 """
 
 from __future__ import annotations
@@ -27,7 +27,8 @@ from typing import Sequence
 
 from .encoded import LONG_TOKEN, MAX_DEPTH, REV_CUES, ROT_CUES, homoglyphs, maybe_encoded, pieces
 from .folding import FOLD, HIDDEN, NONWORD, TOK, ascii_table, fold, fold_pattern, translate_mostly_ascii
-from .injection_patterns import MARKUP_SPECS, NEEDS, V_HEAD, V_OVR, WORD_SPECS, entries
+from .injection_patterns import MARKUP_SPECS, NEEDS, WORD_SPECS
+from .injection_vocab import V_HEAD, V_OVR, entries
 
 _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltration, M markup, D dampeners
     "O": "override 2.6 precedence 2.4 override_all 2.0 forget_everything 2.0 safety_off 1.6 override_user 1.4 "

@@ -1,129 +1,19 @@
-"""The injection heuristic's patterns: word lists and the signal specs (injection.py reads them).
+"""The injection heuristic's signal specs (injection.py reads them).
 
 ``WORD_SPECS``: (signal, words a match starts with, the rest of the regex), tried where a
-token that can start them appears; ``MARKUP_SPECS``: (signal, first character, the rest),
-one regex scanning for markup. Words are written as their folded form (folding.py), so
-patterns match folded text; '+' joins words, a trailing '*' is a stem.
+token that can start them appears (the core English ones here, then
+injection_documents.DOCUMENT_SPECS); ``MARKUP_SPECS``: (signal, first character, the rest),
+one regex scanning for markup. The word lists are in injection_vocab.py.
 """
 
 from __future__ import annotations
 
-import re
-
-from .folding import fold_pattern
-
-S = r"[^\w\n.!?:;]{1,12}"                                 # separator between two words of one clause
-
-
-def G(n: int) -> str:                                     # up to n filler words, then a separator
-    return rf"(?:{S}\w{{1,30}}){{0,{n}}}?{S}"
-
-
-def entries(words: str) -> list[tuple[str, str]]:
-    """(first token, regex) of space-separated entries; '+' joins words, a trailing '*' is a stem."""
-    out = []
-    for w in sorted(set(fold_pattern(words).split()), key=len, reverse=True):
-        regex = r"\s+".join(re.escape(x) for x in w.rstrip("*").split("+")) + (r"\w*" if w.endswith("*") else "")
-        out.append((re.match(r"\w+", w).group(), regex))
-    return out
-
-
-def A(words: str) -> str:
-    return "(?:" + "|".join(regex for _, regex in entries(words)) + ")"
-
-
-V_OVR = ("ignore ignoring disregard disregarding forget forgetting override overriding bypass skip discard "
-         "neglect abandon drop nevermind set+aside put+aside throw+out throw+away stop+following do+not+follow "
-         "don't+follow dont+follow no+longer+follow pay+no+attention+to do+not+obey don't+obey never+mind "
-         "ignora ignorar olvida olvidar olvide olvídate+de omite omitir descarta haz+caso+omiso+de no+sigas "
-         "ignorez ignorer oublie oubliez oublier ne+tiens+pas+compte+des ne+tiens+pas+compte+de "
-         "ne+tenez+pas+compte+des ne+tenez+pas+compte+de fais+abstraction+de faites+abstraction+de "
-         "ignoriere ignorieren ignoriert ignorier vergiss vergesst vergessen missachte missachten "
-         "esqueça esquece esquecer desconsidere desconsidera desconsiderar despreze "
-         "dimentica dimenticare dimentichi ignorare ignori trascura tralascia non+seguire "
-         "игнорируй игнорируйте проигнорируй проигнорируйте игнорировать забудь забудьте "
-         "не+обращай+внимания+на не+обращайте+внимания+на отбрось отбросьте ігноруй ігноруйте проігноруй negeer vergeet zignoruj ignoruj zapomnij")
-Q_ADJ = ("previous prior above earlier preceding foregoing former original initial aforementioned system developer "
-         "anteriores previas precedentes originales iniciales de+arriba précédentes antérieures initiales ci-dessus "
-         "vorherigen vorherige bisherigen bisherige obigen obige vorigen vorige früheren frühere ursprünglichen "
-         "acima originais iniciais precedenti anteriori sopra originali iniziali предыдущ* прежн* прошл* "
-         "вышеуказанн* вышеизложенн* изначальн* ранее попередн* vorige eerdere poprzednie wcześniejsze")
-Q_POSS = "your tus sus vos tes deine ihre tuas suas tue твои свои ваши jouw twoje"
-N_ALL = (r"(?:requests|tasks|boundaries|limits|limitations|filters|ethics|morals|safeguards|policies|"
-         r"solicitudes|demandes|anfragen|richieste|pedidos|grenzen|limites|limiti)")
-ALL_ML = "todas|todos|toutes|tous|alle|allen|tutte|tutti|все|всех|усі|всі|wszystkie"
-# de fr es it pt: "you are (now) ..." (copula), "without ..." and what a persona is freed of
-COPULA = ("eres estas sei siete etes bist seid voce+e voce+esta tu+es tu+eres vous+etes sois sii actua actuar "
-          "agis agissez agisci comportati aja finge fingi")     # second person: "es" / "sind" alone are not
-WITHOUT_ML = r"(?:sin|sans|ohne|senza|sem|without)"
-LIMITS_ML = (r"(?:restricciones|restrictions|restriction|einschrankungen|einschraenkungen|beschrankungen|restrizioni|"
-             r"restricoes|limites|limiti|limitations|limits|grenzen|filtro|filtros|filtre|filtres|filter|filtri|zensur|"
-             r"censura|censure|reglas|regles|regeln|regole|regras|limitaciones|limitazioni|limitacoes)\b")
-UNBOUND_ML = r"(?:uneingeschrankt|uneingeschraenkt|unzensiert|ungefiltert|illimitado|illimite|illimitato|ilimitado)\w*"
-SYS_INSTR_ML = (r"(?:(?:tus|tes|vos|ton|ta|deine|deinen|deiner|dein|ihre|tue|tuoi|tua|tuo|le\s+tue|suas|teus|tuas|"
-                r"as\s+suas|sus|your)\s+)(?:\w{1,20}\s+)?(?:"
-                r"instrucciones|instructions|anweisungen|systemanweisungen|istruzioni|instrucoes|indicaciones|consignes|"
-                r"prompt|systemprompt|directrices|direttive|diretrizes)\b|"
-                r"(?:instrucciones|instructions|istruzioni|instrucoes|prompt)\s+(?:del\s+|de\s+|di\s+|do\s+)?"
-                r"(?:sistema|systeme)\b|systemanweisungen|systemprompt")
-NOW_YOU = (r"(?=[^\w\n]{1,4}(?:du|tu|vous|usted|voce|gibst|ignor|olvid|oubli|dimentic|esquec|vergiss|eres|sei|estas|"
-           r"es|ignora)\w*)")
-ABIDE = r"(?:abide|comply|adhere|follow)"
-TOOLS = r"(?:tools?|functions?)"
-USERS = r"(?:user'?s\s+)"
-FOLLOW = r"(?:follow|execute|obey|comply|carry\s+out|perform|run)\b(?!\s+up\b)"
-ANSWERS = r"(?:answers?|responses?|replies|reply|summar\w+)"
-NOTHING_ELSE = r"\band\s+nothing\s+else\b"
-DESTRUCTIVE = (r"(?:delete|remove|drop|wipe|erase|destroy|purge|truncate|transfer|exec|execute|shell|run_shell|rm|kill|"
-               r"format|reset|send|post|upload|grant|disable|revoke|deploy|approve|pay|refund|withdraw)")
-N_OVR = A("instructions instruction rules prompts prompt directives directive guidelines guidance commands orders "
-          "programming guardrails safeguards restrictions constraints policies training directions criteria "
-          "instrucciones instrucción reglas indicaciones órdenes directrices normas consignes règles ordres "
-          "anweisungen anweisung instruktionen befehle regeln vorgaben richtlinien anordnungen "
-          "instruções instrução regras orientações diretrizes ordens istruzioni regole indicazioni direttive ordini "
-          "инструкци* указани* правил* команд* директив* установк* промпт* інструкці* вказівк* "
-          "instructies regels instrukcje polecenia zasady")
-Q_POST = A(Q_ADJ + " before+this before so+far until+now given+to+you you+were+given you've+been+given "
-           "you+have+been+given you+received above+this")
-V_HEAD = r"(?<!n't )(?<!not )(?<!dont )(?<!never )" + A(V_OVR)      # an override verb, not negated
-N2 = (r"(?:restrictions|limitations|filters|filtering|censorship|content\s+polic\w*|guidelines|rules|ethics|morals|"
-      r"morality|boundaries|guardrails|safeguards|programming|constraints|ethical\s+guidelines)\b")
-ADJ_FREE = r"(?:unfiltered|uncensored|unrestricted|jailbroken|unaligned|unshackled|unchained|unbound)"
-AI = r"(?:ai|llm|language\s+model|assistant|chatbot|agent|gpt|chatgpt|model|bot|ai\s+assistant)s?\b"
-FILL = (r"(?:{S}(?:me|us|back|out|again|now|please|the|your|its|all|of|full|entire|complete|exact|whole|verbatim|"
-        r"current|actual|real|what|is|in|everything|that|this|precisely|exactly|text|contents?|copy|version)){{0,4}}?"
-        r"{S}").format(S=S)
-TARGET_SYS = (r"(?:system|developer|hidden|secret|internal|initial|confidential|pre|meta)[ -]?(?:prompts?|"
-              r"instructions|messages?|rules|directives)|(?:full|complete|entire|exact|original|first)\s+(?:system\s+)?"
-              r"prompt|(?:your|its)\s+(?:secret|hidden|internal|confidential|original|initial|system)\s+(?:secret|hidden|"
-              r"internal|confidential|original|initial|system)\s+(?:prompt|instructions|rules)|"
-              r"(?:your|its|the\s+model's|the\s+assistant's)\s+(?:\w{1,20}\s+)?(?:prompt|instructions|"
-              r"directives|programming|configuration|system\s+message)|(?:the\s+)?(?:instructions|prompt|rules)\s+"
-              r"you\s+(?:were|have\s+been)\s+given")
-ABOVE = (r"(?:the\s+)?(?:text|words|content|instructions|prompt|everything|all|anything)\s+(?:above|before\s+this|"
-         r"preceding\s+this|prior\s+to\s+this)\b")     # usually the caller's own text: weaker
-SENSITIVE = (r"(?:(?:the|this|our|all|entire|full|whole|my|your|their)\s+)?(?:(?:user|users|customer|client|"
-             r"human)(?:'s|')?\s+)?(?:conversation|chat\s+history|chat\s+log|chat|message\s+history|previous\s+"
-             r"messages|messages|system\s+prompt|api[\s_-]?keys?|secrets?|passwords?|credentials|access\s+tokens?|"
-             r"session\s+(?:id|cookie|token)s?|cookies|personal\s+data|user\s+data|private\s+data|history|instructions|"
-             r"memory|context|emails?|files|contacts|documents|(?:credit\s+)?card\s+(?:details|numbers?)|payment\s+"
-             r"details|customer\s+(?:list|data|emails?|records|database|details|addresses)|(?:internal|company|"
-             r"workspace)\s+(?:data|api\s+keys?|configuration|config)|everything\s+above|text\s+above)\b")
-URLISH = (r"(?:https?:|www\.|\burl\b|\bwebhook\b|\bendpoint\b|\w\.(?:com|net|org|io|co|ru|xyz|cn|info|biz|top|tk|cc|"
-          r"example|dev|app|ai|me|us|uk|de|fr|eu|site|online|link|sh)\b|(?:external|outside|third-party)\s+"
-          r"(?:address|server|email|e-mail|url|domain|webhook|endpoint)|(?:adresse|direccion|indirizzo|endereco|adresse)\s+"
-          r"(?:externe|externa|esterno|externo|e-mail))")
-SENSITIVE_ML = (r"(?:historial|historique|verlauf|chatverlauf|cronologia|historico|conversacion|gesprach\w*|"
-                r"donnees|datos|dati|daten|dados|mots?\s+de\s+passe|contrasenas?|passw(?:o|ö)rt\w*|senhas?|"
-                r"cles\s+api|claves\s+api|api-schlussel\w*|chiavi\s+api|chaves\s+api)\b")
-REVEAL = ("reveal print show display output repeat recite tell give write dump leak share echo paste spell copy "
-          "disclose expose type list divulge")
-TAIL_WORDS = "jailbreak injection attack exploit adversarial malicious"
-TAIL = rf"(?=(?:\W{{1,8}}\w{{1,30}}){{0,4}}?\W{{1,8}}(?:{TAIL_WORDS.replace(' ', '|')})\w*)"
-ENCODED_WORDS = "base hex rot"
-ENCODED = rf"(?:in|into|to|as|using|with|via)\s+(?:base[\s-]?6a|hex|rotie|rot)"
-PWNED_WORDS = "pwned hacked owned"
-PWNED = rf"(?:{PWNED_WORDS.replace(' ', '|')})\b"
+from .injection_documents import DOCUMENT_SPECS
+from .injection_vocab import (
+    A, ABIDE, ABOVE, ADJ_FREE, AI, ALL_ML, ANSWERS, ENCODED, ENCODED_WORDS, FILL, FOLLOW, G, N2,
+    NOTHING_ELSE, N_ALL, N_OVR, PWNED, PWNED_WORDS, Q_ADJ, Q_POSS, Q_POST, REVEAL, S, SENSITIVE,
+    TAIL, TAIL_WORDS, TARGET_SYS, TOOLS, URLISH, USERS, V_OVR,
+)
 
 # (name, words a match starts with, the rest). Order matters: at one position the first wins.
 WORD_SPECS: list[tuple[str, str, str]] = [
@@ -248,134 +138,7 @@ WORD_SPECS: list[tuple[str, str, str]] = [
     ("override", "onceki talimatlari", r"(?:\s+tum)?(?:\s+talimat\w*)?\s+(?:yok\s+say|gormezden\s+gel|unut)\w*"),
     ("override", "puuza", r"\s+(?:maagizo|maelekezo|amri|sheria)\b"),
     ("override", "abaikan", r"\s+(?:semua\s+)?(?:instruksi|perintah|arahan|aturan)\b"),
-    # instructions embedded in documents and tool results
-    ("destructive_tool", "call invoke use run execute trigger calling invoking", rf"\s+(?:the\s+)?(?:tool\s+|function\s+)?"
-     rf"{DESTRUCTIVE}_[a-z_]{{2,40}}\b"),
-    ("tool_exfil", "call invoke use run execute trigger calling invoking", r"\s+(?:the\s+)?(?:tool\s+|function\s+)?"
-     r"[a-z]{2,20}_[a-z_]{2,40}\b[^\n]{0,40}?(?:https?:|www\.)"),
-    ("tool_call", "call invoke use run execute trigger calling invoking", r"\s+(?:the\s+)?(?:tool\s+|function\s+)?"
-     r"[a-z]{2,20}_[a-z_]{2,40}\b"),
-    ("destructive_tool", "function tool", rf"\s+call\s*:\s*{DESTRUCTIVE}_[a-z_]{{2,40}}\s*\("),
-    ("override", "regardless irrespective", rf"\s+of{G(3)}(?:{A(Q_ADJ)}|{A(Q_POSS)})\b{G(2)}{N_OVR}\b"),
-    ("regardless_user", "regardless irrespective", r"\s+of\s+(?:what|whatever)\s+(?:the\s+)?(?:user|customer|human|"
-     r"question)\s+(?:asks|says|wants|requests|is)\b|\s+of\s+(?:the\s+)?(?:topic|question|user's\s+(?:question|"
-     r"request))\b"),
-    ("task_cancelled", "previous prior original current earlier", r"\s+(?:\w{1,20}\s+)?(?:task|request|"
-     r"question|instructions?|assignment|guidance|rules)\s+(?:is|are|was|were|has\s+been|have\s+been)\s+(?:now\s+)?"
-     r"(?:cancelled|canceled|void|obsolete|superseded|revoked|invalid|no\s+longer\s+valid)\b"),
-    ("safety_off", "disable deactivate bypass circumvent remove lift turn switch drop", r"(?:\s+off)?\s+(?:the\s+)?"
-     r"(?:safety|ethical|moral|content)\s+(?:filters?|guidelines|guardrails|checks|restrictions|polic\w*)"),
-    ("new_instructions", "new urgent important", r"(?:\s+(?:important|urgent|new|priority))*\s+(?:instructions?|task|"
-     r"directives?|orders)\b[ \t]*(?:\*|:|!)"),
-    ("new_instructions", "neue nuevas nouvelles nuove novas nuevo nouveau", r"\s+(?:\w{1,20}\s+)?(?:anweisungen|"
-     r"instrucciones|instructions|consignes|istruzioni|instrucoes|aufgabe|tarea|tache|compito|tarefa)\b[ \t]*:"),
-    ("from_now_on", "from", r"\s+now\s+on\b(?=[^\w\n]{1,4}(?:always|never|only|respond|reply|answer)\b)"),
-    ("from_now_on", "sofort desormais dorenavant poi partir", rf"(?:\s+de\s+(?:ahora|maintenant|agora))?{NOW_YOU}"),
-    # persona, de fr es it pt
-    ("persona_ml", COPULA, rf"(?:\s+\w{{1,20}}){{0,4}}?\s+{WITHOUT_ML}\s+(?:\w{{1,20}}\s+)?{LIMITS_ML}"),
-    ("persona_ml", COPULA, rf"(?:\s+\w{{1,20}}){{0,2}}?\s+{UNBOUND_ML}"),
-    ("dev_mode", "modo mode modalita modus", r"\s+(?:de\s+)?(?:desarrollador|developpeur|sviluppatore|"
-     r"desenvolvedor|entwickler|dios|dieu|admin|administrador|administrateur|sin\s+restricciones|sans\s+restrictions)\b"),
-    ("dev_mode", "entwicklermodus developermodus", r"\b"),
-    ("dev_mode", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:in|operating\s+in|running\s+in)\s+(?:test|testing|"
-     r"diagnostic|debugging)\s+mode\b"),
-    ("without_limits", "sin sans ohne senza sem without", rf"\s+(?:any\s+|ninguna\s+|aucune\s+|jegliche\s+|alcuna\s+)?"
-     rf"(?:\w{{1,20}}\s+)?{LIMITS_ML}"),
-    ("amoral_persona", "you", r"(?:\s+are|'re)\s+(?:now\s+)?(?:an?\s+)?(?:evil|malicious|unrestrained|no[\s-]+limits?)\b"),
-    ("amoral_persona", "without", r"\s+(?:any\s+)?regard\s+(?:for|to)\s+(?:legality|ethics|morals|morality|safety|"
-     r"rules|the\s+law|consequences|harm)\b"),
-    ("no_content_policy", "no without zero", r"\s+(?:any\s+)?(?:content|safety|ethical|moral)\s+(?:restrictions|"
-     r"filters?|filtering|polic\w*|guidelines|rules|limits|constraints|boundaries|limitations|guardrails)\b"),
-    ("no_longer_bound", "no none", r"\s+(?:of\s+the\s+|of\s+your\s+)?(?:rules|restrictions|guidelines|limits)\s+"
-     r"(?:apply|applies|exist)\b"),
-    ("no_content_policy", "mode", r"\s+(?:has|with)\s+no\s+(?:restrictions|limits|filters|rules)\b"),
-    ("never_refuse", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?refusals?\b"),
-    ("no_disclaimers", "without no", r"\s+(?:any\s+)?(?:\w{1,20}\s+or\s+)?(?:filters?|filtering)\b"),
-    # well-known persona names and claims of the DAN family
-    ("dan", "you act known roleplay play become called named stay remain", r"(?:\s+are|'re)?(?:\s+now)?(?:\s+as)?\s+"
-     r"(?:a\s+|an\s+)?[\"']?(?:stan|dude|betterdan|antidan|anti-dan|evilbot|jailbreakgpt|basedgpt|apophis|alphabreak|"
-     r"ucar|nraf|aim)\b[\"']?(?=[^\w\n]{1,4}(?:which|who|that|an?|the|is|stands|,|\.))"),
-    ("amoral_persona", "evil trusted", r"\s+(?:trusted\s+)?confidant\b"),
-    ("amoral_persona", "machiavellian", r"\b"),
-    ("unbound_claim", "can could will", r"\s+(?:do|say|generate|perform|answer|write)\s+anything\b(?:\s+and\s+everything)?"),
-    ("unbound_claim", "doesn't dont don't never", r"\s+cares?\s+(?:about|for)\s+(?:ethics|laws?|rules|morals?|morality|"
-     r"safety|legality|consequences|guidelines|policies)\b"),
-    ("unbound_claim", "does do", r"\s+not\s+care\s+(?:about|for)\s+(?:ethics|laws?|rules|morals?|morality|safety|legality|"
-     r"consequences|guidelines|policies)\b"),
-    # persona claims: freed of the provider's policy, never apologising
-    ("never_refuse", "never", r"\s+(?:say|respond\s+with|reply\s+with|include|write|tell\s+me)\s+[\"']?(?:that\s+)?(?:i'?m\s+"
-     r"sorry|i\s+apologi[sz]e|as\s+an\s+ai|i\s+cannot|i\s+can't|(?:you|he|she|it)\s+can'?t|(?:you|he|she|it)\s+cannot)"),
-    ("no_longer_bound", "you dan ai assistant model chatbot gpt chatgpt", r"(?:\s+\w{1,20})?\s+(?:does\s+not|doesn't|do\s+not|"
-     r"don't|will\s+not|won't|never|no\s+longer|not)\s+(?:have\s+to\s+|need\s+to\s+)?" + ABIDE + r"\w*\s+"
-     r"(?:by\s+|with\s+|to\s+)?(?:any\s+|the\s+|their\s+|its\s+|your\s+)?(?:content\s+polic\w*|openai'?s?\s+"
-     r"(?:rules|polic\w*|guidelines)|(?:ethical|moral|safety)\s+guidelines|rules\s+set\s+for\s+them|rules|restrictions)"),
-    # exfiltration and reveal, de fr es it pt
-    ("reveal_prompt", "revela revelame muestra muestrame dime rivela rivelami mostra mostrami dimmi revele montre "
-     "montrez affiche dis verrate verrat zeige zeig nenne mostre diga revelez gib gebe sag sage ecris escribe scrivi "
-     "escreva imprime imprimez stampa repite ripeti repete wiederhole nomme copia copie", rf"(?:[\s-]+(?:me|moi|mir|mi|nos))?"
-     rf"(?:\s+\w{{1,20}}){{0,2}}?\s+(?:{SYS_INSTR_ML})"),
-    ("exfil_send", "envoie envoyez envoyer envia envie enviar manda mandar sende sendet schicke schick invia inviare "
-     "inoltra transmets reenvia encaminhe", rf"(?:{S}\w{{1,30}}){{0,5}}?{S}(?:{SENSITIVE}|{SENSITIVE_ML})[^\n]{{0,80}}?"
-     + URLISH),
-    ("send_url", "envoie envoyez envoyer envia envie enviar manda mandar sende sendet schicke schick invia inviare "
-     "transmets send forward post upload", r"\b[^\n]{0,80}?\b(?:to|at|a|an|para|per|via|into)\s+(?:l')?[\w.+-]{0,40}?" + URLISH),
-    ("collect_data", "collect gather harvest extract compile rassemble recopila recoge raccogli sammle sammeln colete "
-     "reune", rf"(?:{S}\w{{1,30}}){{0,3}}?{S}(?:{SENSITIVE}|donnees\s+clients?|datos\s+de(?:\s+los)?\s+clientes|"
-     r"dati\s+(?:dei\s+)?clienti|kundendaten|dados\s+(?:dos\s+)?clientes)"),
-    # encoded payloads: asked to decode and obey
-    ("decode_follow", "decode decipher decrypt unscramble", r"[^.\n]{0,60}?\b(?:and|then|,)\s+(?:\w{1,20}\s+){0,2}?"
-     + FOLLOW),
-    ("decode_follow", "translate apply", r"[^.\n]{0,60}?\b(?:and|then|,)\s+(?:\w{1,20}\s+){0,2}?(?=" + FOLLOW
-     + r")(?:(?:follow|obey|carry\s+out)\s+(?:it|them|the\s+(?:instructions?|commands?)|what\s+it\s+says)\b|"
-     r"comply\b(?!\s+with))"),
-    # markup around injected text
-    ("context_escape", "end", r"\s+of\s+(?:the\s+)?(?:user\s+)?(?:input|prompt|query|document|context|instructions|data|"
-     r"conversation|message)\s*(?:#|-{2}|={2}|\*|\]|>)"),
-    ("authority_note", "note message notice instruction instructions", r"\s+from\s+(?:the\s+|your\s+)?(?:developers?|"
-     r"admins?|administrators?|system|operators?|security\s+team|it\s+department)\b"),
-    ("authority_note", "hidden secret", r"\s+(?:instructions?|directive|command|note)\s*:"),
-    ("authority_note", "systemhinweis systemnachricht systemnotiz", r"\b"),
-    # what a planted instruction asks of every answer
-    ("answer_directive", "every any each", r"\s+(?:future\s+)?(?:answers?|responses?|replies|reply|summar\w+)\b"
-     r"[^.\n]{0,60}?\b(?:must|should|shall|has\s+to|needs\s+to)\s+(?:always\s+)?(?:include|end|start|begin|cite|"
-     r"contain|mention|be\s+(?:phrased|prefixed))"),
-    ("answer_directive", "append add include insert cite end", r"[^.\n]{0,60}?\b(?:to|at|in)\s+(?:the\s+(?:end|start)\s+"
-     r"of\s+)?(?:every|each|all|any|your)\s+(?:future\s+)?" + ANSWERS),
-    ("answer_directive", "every each", r"\s+(?:future\s+|single\s+|subsequent\s+)?" + ANSWERS + r"\b(?!\s+(?:is|are|was|should|must|needs?|has|have)\b)"),
-    ("answer_directive", "start begin prefix", r"\s+(?:your|the|each|every)\s+" + ANSWERS + r"\s+with\b"),
-    ("answer_directive", "must should", r"\s+always\s+be\s+(?:phrased|worded|written|stated|presented|answered)\s+as\b"),
-    ("retrieved_trigger", "whenever when if once", r"\s+(?:this|the)\s+(?:text|document|page|passage|content|article|"
-     r"snippet|chunk|note)\s+(?:is|gets|has\s+been)\s+(?:retrieved|read|processed|summari[sz]ed|used|loaded|indexed|"
-     r"quoted|cited)\b"),
-    ("answer_directive", "if when whenever", r"\s+(?:anyone|someone|somebody)\s+asks\b[^.\n]{0,60}?\b(?:reply|respond|"
-     r"answer|say|tell\s+them)\b"),
-    ("fake_turn", "assistant ai chatgpt gpt bot model", r"(?:(?<=^assistant)|(?<=^ai)|(?<=^chatgpt)|(?<=^gpt)|(?<=^bot)|"
-     r"(?<=^model))[ \t]*:[ \t]*(?:sure|of\s+course|certainly|absolutely|okay|ok|understood|yes)\b"),
-    ("reveal_tools", "list enumerate print output describe reveal show dump", r"\s+(?:all\s+|every\s+|each\s+|the\s+)?"
-     r"(?:of\s+)?(?:your\s+)?" + TOOLS + r"(?:\s+or\s+functions?)?\s+(?:available|you\s+(?:have|can))"),
-    ("user_data", "restate repeat list output print include reveal", r"\s+the\s+" + USERS + r"(?:full\s+name|email|address|"
-     r"account|personal|phone|password|credentials|date\s+of\s+birth)"),
-    ("nothing_else", "reply respond answer output say print return", r"(?:\s+only)?(?:\s+with)?(?:\s+exactly)?[^\n]{1,80}?"
-     + NOTHING_ELSE),
-    ("credentials", "respond reply answer", r"\s+with\s+(?:[\w']{1,20}\s+){0,3}?(?:api[\s_-]?keys?|secret\s+keys?|"
-     r"passwords?|credentials|access\s+tokens?|private\s+keys?)\b"),
-    ("instead_respond", "instead", r",?\s+(?:respond|reply|answer|output|say|print|return)\b|\s+of\s+(?:answering|"
-     r"responding\s+to|replying\s+to)\b"),
-    ("forced_reply", "just", r"\s+(?:reply|respond|answer|output|say)\s+with\b"),
-    ("forced_reply", "reply respond answer output say print return", r"\s+(?:only\s+)?(?:with\s+)?(?:exactly|only|"
-     r"just|solely)\b(?!\s+(?:one|two|three|yes|no|a|an|the|in|if|when|to)\b)"),
-    ("new_task", "your", r"\s+(?:new|real|actual|true|only|next|updated)\s+(?:task|goal|job|purpose|mission|"
-     r"objective|instructions?)\s+(?:is|are|will\s+be)\b"),
-    ("task_cancelled", "cancel abort abandon", r"\s+(?:all\s+|the\s+|your\s+|any\s+)?(?:(?:previous|original|prior|"
-     r"earlier|above)\s+(?:tasks?|instructions|requests?)|(?:all\s+|your\s+)?(?:previous\s+)?instructions)\b"),
-    ("instead_respond", "instead", r"\s+of\s+(?:summari[sz]\w*|translat\w*|answer\w*|respond\w*|repl\w*|"
-     r"follow\w*|doing\s+(?:that|this|what))\b"),
-    ("xss_payload", "onerror onload", r"\s*="),
-    ("xss_payload", "javascript", r":"),
-    ("include_response", "include insert add put mention cite quote", r"(?:\s+[\w'-]{1,30}){0,5}?\s+in\s+(?:your|the|"
-     r"every|each)\s+(?:next\s+|future\s+)?(?:response|answer|reply|output|summary)\b"),
-    ("system_prompt_mention", "system hidden secret developer initial meta pre",
-     r"[ -]?(?:prompt|instructions)\b|(?<=system)[ -]?message\b"),
+    *DOCUMENT_SPECS,
 ]
 
 # A spec whose rest holds one of these patterns cannot match unless a token of the text
