@@ -21,20 +21,37 @@ import os
 import sys
 
 from tokenward.cli.main import main
-from tokenward.stages import order
 
 
 def keep_only_stages(wanted: str) -> None:
     keep = {slot.strip() for slot in wanted.split(",") if slot.strip()}
+    try:
+        from tokenward.stages import order
+    except ImportError:   # a tree from before stages/order.py (bench/ab.py against an old commit)
+        return _keep_only_factories(keep)
     try:
         order.STAGES = order.only(keep)   # read by Services when it builds the stages
     except KeyError as exc:
         sys.exit(f"BENCH_STAGES: {exc}")
 
 
+def _keep_only_factories(keep: set[str]) -> None:
+    from tokenward.pipeline import order as old_order   # the string table before issue 28
+
+    unknown = keep - set(old_order.STAGE_ORDER)
+    if unknown:
+        sys.exit(f"BENCH_STAGES names unknown slots: {sorted(unknown)}")
+    for slot in list(old_order.STAGE_FACTORIES):
+        if slot not in keep:
+            del old_order.STAGE_FACTORIES[slot]
+
+
 def switch_off(parts: set[str]) -> None:
     if "watch" in parts:
-        from tokenward.pipeline.disconnect import DisconnectWatch
+        try:
+            from tokenward.pipeline.disconnect import DisconnectWatch
+        except ImportError:   # before issue 28 it lived in http/
+            from tokenward.http.disconnect import DisconnectWatch
 
         DisconnectWatch.arm = lambda self: None
         DisconnectWatch.disarm = lambda self: None

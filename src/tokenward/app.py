@@ -54,8 +54,8 @@ class Gateway:
         # (stages/order.py). ``shared_metrics_dir``: where the workers of
         # ``serve --workers N`` answer a scrape together (cli/serve.py).
         telemetry = inherit.services.telemetry if inherit is not None else Telemetry(shared_metrics_dir)
-        self.services = Services(config, inherited=inherit.services if inherit is not None else None,
-                                 clock=clock, stages=stages, telemetry=telemetry)
+        self.services: Services = Services(config, inherited=inherit.services if inherit is not None else None,
+                                           clock=clock, stages=stages, telemetry=telemetry)
         self.metrics = telemetry.requests
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0

@@ -62,9 +62,10 @@ class Services:
         # that counts is handed them here, none reaches for a module-level registry.
         if telemetry is None:
             telemetry = inherited.telemetry if inherited is not None else Telemetry()
-        self.telemetry = telemetry
+        self.telemetry: Telemetry = telemetry
         self.metrics = telemetry.requests
         self.work = telemetry.work
+        self.enforcement: EnforcementMetrics
         if inherited is not None:
             self.enforcement = inherited.enforcement
         else:

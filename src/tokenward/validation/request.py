@@ -35,7 +35,7 @@ from .result import Findings, NormalizedRequest
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from .structured import check_standard
 
-_DECODERS = {
+_DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
     ChatCompletionRequest: msgspec.json.Decoder(ChatCompletionRequest),
     CompletionRequest: msgspec.json.Decoder(CompletionRequest),
     EmbeddingRequest: msgspec.json.Decoder(EmbeddingRequest),

@@ -36,7 +36,7 @@ class SseEvent:
         self.raw = raw
         self.parsed: Chunk | None = None  # the typed chunk, once a reader decoded it (wire/chunks.py)
         if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
-            self.data = raw[6:].rstrip(b"\n")   # the common shape: one data line
+            self.data: bytes | None = raw[6:].rstrip(b"\n")   # the common shape: one data line
             self.malformed = False
         else:
             self.data, self.malformed = _read(raw)
