@@ -151,3 +151,22 @@ async def test_the_sdks_do_not_retry_a_terminal_refusal(running, dialect):
     assert [r["reason"] for r in records if r["route"].startswith("/v1/") and r["route"] != "/v1/jobs"] == [
         "job_budget_exhausted"]
     assert await backend.requests() == 0
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_credentials_refused_in_the_dialects_envelope(running, dialect):
+    backend, gw = running
+    if dialect == "responses":
+        sdk = openai.AsyncOpenAI(base_url=gw.url + "/v1", api_key="tw_not_a_key", max_retries=0)
+        with pytest.raises(openai.AuthenticationError) as caught:
+            await sdk.responses.create(model=MODEL, input="hi", max_output_tokens=8)
+        assert caught.value.response.json()["error"]["code"] == "invalid_credentials"
+    else:
+        async with anthropic.AsyncAnthropic(base_url=gw.url, api_key="tw_not_a_key", max_retries=0) as sdk:
+            with pytest.raises(anthropic.AuthenticationError) as caught:
+                await sdk.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+        assert caught.value.response.json()["type"] == "error"
+        assert caught.value.response.json()["error"]["type"] == "authentication_error"
+    assert caught.value.response.headers["x-tokenward-reason"] == "invalid_credentials"
+    assert await backend.requests() == 0
+    await admitted(backend, gw, dialect)

@@ -38,7 +38,10 @@ async def _control(mock, client, url, body=None):
     ("POST", "/detokenize", 404, "route_denied"),
     ("POST", "/v1/audio/transcriptions", 404, "route_denied"),
     ("POST", "/pooling", 404, "route_denied"),
-    ("POST", "/v1/responses", 404, "route_denied"),
+    # /v1/responses is served (issue 29, tests/dialects): POST only; vLLM's stored-response
+    # routes beyond it are not
+    ("GET", "/v1/responses", 405, "method_not_allowed"),
+    ("GET", "/v1/responses/resp_1", 404, "route_denied"),
     ("GET", "/v1/chat/completions/render", 404, "route_denied"),
     ("POST", "/start_profile", 404, "route_denied"),
     ("GET", "/metrics", 404, "route_denied"),

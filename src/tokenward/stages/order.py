@@ -21,6 +21,7 @@ Builder = Callable[[Any], "Stage | None | Awaitable[Stage | None]"]
 
 STAGES: tuple[tuple[str, Builder], ...] = (
     ("edge", s10_edge.build),
+    ("dialect_exit", s25_dialect.build_exit),   # Responses and Messages refusals in their API's terms
     ("identity", s20_identity.build),
     ("dialect", s25_dialect.build),     # Responses and Messages requests become their chat view
     ("entitlement", s30_entitlement.build),

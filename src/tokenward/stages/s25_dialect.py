@@ -135,7 +135,8 @@ class DialectStage(BaseStage):
         dialect = DIALECTS.get(route.path) if route is not None else None
         if dialect is None:
             return None
-        ctx.send = DialectSend(ctx.send, dialect, self._clock)
+        if not isinstance(ctx.send, DialectSend):
+            ctx.send = DialectSend(ctx.send, dialect, self._clock)
         ctx.note("dialect", dialect)
         count_tokens = route.path == COUNT_TOKENS
         original = ctx.body
@@ -273,6 +274,22 @@ def _input_tokens(ctx: RequestContext) -> int:
     return int(work.input_tokens) if work is not None else 0
 
 
+class DialectExitStage(BaseStage):
+    """Right after the edge: the dialect's envelope and headers from here on, so a refusal
+    by identity (credentials, the body's size) is in the API's own terms too."""
+
+    name = "dialect_exit"
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+
+    async def admit(self, ctx: RequestContext) -> None:
+        route = ctx.route
+        dialect = DIALECTS.get(route.path) if route is not None else None
+        if dialect is not None:
+            ctx.send = DialectSend(ctx.send, dialect, self._clock)
+
+
 class CountedTokens:
     """The answer of ``POST /v1/messages/count_tokens``: ``{"input_tokens": N}``."""
 
@@ -306,6 +323,10 @@ class CountTokensStage(BaseStage):
 
 def build(services: Any) -> DialectStage:
     return DialectStage(services.config, services.clock, shared_registry(services).counters)
+
+
+def build_exit(services: Any) -> DialectExitStage:
+    return DialectExitStage(services.clock)
 
 
 def build_count(services: Any) -> CountTokensStage:
