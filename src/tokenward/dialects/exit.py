@@ -138,7 +138,7 @@ class TranslatedAnswer:
         """The stream's last bytes (a usage chunk and ``[DONE]``, or an error event) as the
         dialect's closing events: ``response.completed`` / ``message_stop``, or ``error``."""
         stream = self._translator()
-        out = []
+        out: list[bytes] = []
         for event in SseSplitter().feed(tail):
             data = event.data
             if not data or event.done:

@@ -43,6 +43,7 @@ from ..wire.sse import SseEvent, SseSplitter
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from ..upstream.targets import Target, TargetTable
     from ..pipeline.outbound import Outbound
 
 CHAT_ROUTE = "/v1/chat/completions"
@@ -122,13 +123,14 @@ def _stateless(dialect: str, parsed: Any) -> Any:
 class DialectStage(BaseStage):
     name = "dialect"
 
-    def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None) -> None:
+    def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None,
+                 targets: TargetTable | None = None) -> None:
         self._clock = clock
         self._counters = counters or {}
+        self._targets = targets
         # model -> the dialects its upstream serves natively
         self._native = {name: frozenset(getattr(config.upstreams[spec.upstream], "dialects", ("chat",)))
                         for name, spec in config.models.items()}
-        self._upstream = {name: spec.upstream for name, spec in config.models.items()}
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         route = ctx.route
@@ -162,9 +164,9 @@ class DialectStage(BaseStage):
         if count_tokens:
             return None
         answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock)
-        upstream = self._upstream.get(model, "")
-        ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, upstream, self._counters.get(model))
-                          if native else answer)
+        target = self._targets.get(model) if native and self._targets is not None else None
+        ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
+                          if target is not None else answer)
         return None
 
 
@@ -181,14 +183,14 @@ class DialectAnswer:
     passed through, its usage read from the dialect's own fields (dialects/native.py) and
     clamped to the request's bounds as a chat backend's is (upstream/usage_report.py)."""
 
-    __slots__ = ("ctx", "route", "translated", "upstream", "counter", "_usage", "_seq", "_texts")
+    __slots__ = ("ctx", "route", "translated", "target", "counter", "_usage", "_seq", "_texts")
 
-    def __init__(self, ctx: RequestContext, route: DialectRoute, translated: TranslatedAnswer, upstream: str,
+    def __init__(self, ctx: RequestContext, route: DialectRoute, translated: TranslatedAnswer, target: Target,
                  counter: Any = None) -> None:
         self.ctx = ctx
         self.route = route
         self.translated = translated
-        self.upstream = upstream
+        self.target = target     # the model's upstream: usage out of bounds is counted against it
         self.counter = counter   # the model's tokenizer: a stream that reports no usage is counted
         self._usage = native.StreamUsage(route.dialect)
         self._seq = 0      # the next sequence number of a native Responses stream
@@ -196,11 +198,11 @@ class DialectAnswer:
 
     def _settle(self, counts: tuple[int, int] | None) -> None:
         if counts is not None:
-            self.ctx.usage = bounded(self.ctx, self.upstream, Usage(counts[0], counts[1], "reported"))
+            self.ctx.usage = bounded(self.ctx, self.target, Usage(counts[0], counts[1], "reported"))
         elif self._texts and self.counter is not None and self.ctx.work is not None:
             # no usage in the stream: its generated text counted with the model's tokenizer
             counted = Usage(self.ctx.work.input_tokens, self.counter.count("".join(self._texts)), "counted")
-            self.ctx.usage = bounded(self.ctx, self.upstream, counted)
+            self.ctx.usage = bounded(self.ctx, self.target, counted)
 
     def whole(self, body: bytes) -> bytes:
         if not self.route.forwarded_native:
@@ -322,7 +324,7 @@ class CountTokensStage(BaseStage):
 
 
 def build(services: Any) -> DialectStage:
-    return DialectStage(services.config, services.clock, shared_registry(services).counters)
+    return DialectStage(services.config, services.clock, shared_registry(services).counters, services.targets)
 
 
 def build_exit(services: Any) -> DialectExitStage:
