@@ -22,7 +22,7 @@ import itertools
 import logging
 import os
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Coroutine
 
 from ..config.schema import Config, PlanConfig
 from ..errors import Reason
@@ -83,7 +83,7 @@ class Admitter:
         if not shared_is_local:
             reconcilers.append((self.local, Reconciler(self.local.store, self._namespaces, clock)))
         self.keeper = LeaseKeeper(cfg.lease_s, clock, reconcilers)
-        self._background: set[asyncio.Task] = set()
+        self._background: set[asyncio.Task[None]] = set()
         self._id_prefix = os.urandom(6).hex()
         self._ids = itertools.count(1)
         self._settles: list[SettleCall] = []     # for the shared store, sent at the end of a loop pass
@@ -127,7 +127,8 @@ class Admitter:
                 return UNAVAILABLE   # (a job's counters live only in the shared store)
             guarded, budgets = self.local, self.local_budgets
             parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
-            outcomes = list(map(guarded.now.reserve_now, calls))  # type: ignore[union-attr]
+            assert guarded.now is not None   # the local store is the memory store: it answers at once
+            outcomes = list(map(guarded.now.reserve_now, calls))
         decision, voids = self._decide(guarded, rid, parts, calls, outcomes, now_ms)
         if voids:
             await self._settle_calls(guarded, voids)
@@ -160,8 +161,8 @@ class Admitter:
                 layout = parts[0].layout
                 ticket = Ticket(rid, guarded.store, ((layout, layout.record_key(rid)),))
                 self.keeper.hold(ticket)
-                shadow = tuple(names[i] for i in first.shadow) if first.shadow else ()
-                return Decision(ticket, headers=parts[0].headers(first.levels), shadow=shadow,
+                return Decision(ticket, headers=parts[0].headers(first.levels),
+                                shadow=tuple(names[i] for i in first.shadow) if first.shadow else (),
                                 limits=names, local=local), []
         else:
             names = tuple(n for budget in parts for n in budget.names)
@@ -246,7 +247,7 @@ class Admitter:
         except StoreUnavailable:
             self.keeper.retry_later(guarded, calls)
 
-    def _in_background(self, coro) -> None:
+    def _in_background(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)

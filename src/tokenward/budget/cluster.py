@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import hiredis
 
 from .guard import Breaker
-from .resp import RespClient, SingleFlight, pack
+from .resp import Replies, RespClient, SingleFlight, pack
 from .store import StoreUnavailable
 
 SLOTS = 16384
@@ -66,17 +66,17 @@ def is_cluster_reply(reply: object) -> bool:
     return isinstance(reply, list) and len(reply) > 0
 
 
-def _fields(flat: list) -> dict[bytes, object]:
+def _fields(flat: Replies) -> dict[bytes, Any]:
     return {flat[i]: flat[i + 1] for i in range(0, len(flat) - 1, 2)}
 
 
-def shards_as_slots(reply: object) -> list:
+def shards_as_slots(reply: object) -> Replies:
     """A ``CLUSTER SHARDS`` reply in ``CLUSTER SLOTS``'s shape: [start, end, primary,
     replicas...] per slot range, each node [host, port]; a primary not marked online is
     left out, so its slots have no owner until a replica is promoted."""
     if not isinstance(reply, list):
         return []
-    out = []
+    out: Replies = []
     for shard in reply:
         fields = _fields(shard) if isinstance(shard, list) else {}
         ranges = fields.get(b"slots") or []
@@ -120,7 +120,7 @@ class ClusterRouter:
     def _loop_time() -> float:
         return asyncio.get_running_loop().time()
 
-    def apply_slots(self, reply: list) -> None:
+    def apply_slots(self, reply: Replies) -> None:
         owner: list[tuple[str, int] | None] = [None] * SLOTS
         known: list[tuple[str, int]] = []
         for entry in reply:
@@ -171,13 +171,13 @@ class ClusterRouter:
                 return
         raise StoreUnavailable(f"budget store: no cluster node gave its slot map ({failure})")
 
-    async def run(self, items: Sequence[tuple[str, bytes]]) -> list:
+    async def run(self, items: Sequence[tuple[str, bytes]]) -> Replies:
         """Send each (routing key, command) to its slot's node; replies in the items' order."""
         if self._stale and self._loop_time() - self._refreshed_at >= self.REFRESH_EVERY_S:
             # a node stopped answering: its slots may have failed over to a replica elsewhere
             await self.refresh()
             self._stale = False
-        replies: list = [None] * len(items)
+        replies: Replies = [None] * len(items)
         pending = list(range(len(items)))
         asking: dict[int, tuple[str, int]] = {}
         for _attempt in range(4):
@@ -226,7 +226,7 @@ class ClusterRouter:
                 await asyncio.sleep(0.005 * 2 ** _attempt)
         raise StoreUnavailable("budget store: the cluster kept redirecting (a slot is being migrated)")
 
-    async def _send(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
+    async def _send(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> Replies:
         # One breaker per node: a dead node fails its own calls fast without the store's
         # breaker refusing the tenants whose slots live on healthy nodes.
         breaker = self._breakers.get(node)
@@ -246,7 +246,7 @@ class ClusterRouter:
         breaker.success()
         return got
 
-    async def _send_to(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> list:
+    async def _send_to(self, node: tuple[str, int], commands: list[bytes], asking: list[bool]) -> Replies:
         if not any(asking):
             return await self._client(node).exchange_raw(b"".join(commands), len(commands))
         payload = b"".join(_ASKING + c if ask else c for c, ask in zip(commands, asking))

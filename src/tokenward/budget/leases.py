@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, TypeVar
 
 from .guard import Breaker
 from .reconcile import Reconciler
-from .store import BudgetStore, LeaseRenewal, SettleCall, StoreUnavailable
+from .store import BudgetStore, ImmediateStore, Layout, LeaseRenewal, SettleCall, StoreUnavailable
 
 log = logging.getLogger("tokenward.budget")
 T = TypeVar("T")
@@ -35,7 +35,7 @@ class Ticket:
 
     __slots__ = ("reservation_id", "store", "parts", "settled")
 
-    def __init__(self, reservation_id: str, store: BudgetStore, parts: list) -> None:
+    def __init__(self, reservation_id: str, store: BudgetStore, parts: tuple[tuple[Layout, str], ...]) -> None:
         self.reservation_id = reservation_id
         self.store = store
         self.parts = parts          # ((layout, record_key), ...) per namespace reserved in
@@ -52,7 +52,7 @@ class Guarded:
         self.breaker = breaker
         # A store that answers without awaiting (the memory store) is called directly: the
         # same atomic step, without a coroutine per call on the hot path.
-        self.now = store if breaker is None and hasattr(store, "reserve_now") else None
+        self.now = store if breaker is None and isinstance(store, ImmediateStore) else None
 
     def allow(self) -> bool:
         return self.breaker is None or self.breaker.allow()
@@ -103,7 +103,7 @@ class LeaseKeeper:
         self.open: dict[str, Ticket] = {}
         self.pending: list[tuple[Guarded, SettleCall]] = []
         self.retrying = 0   # settles taken from ``pending`` and not yet answered
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._closing = False
 
     def start(self) -> None:

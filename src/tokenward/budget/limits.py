@@ -17,7 +17,7 @@ import hashlib
 import math
 import operator
 import re
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 from ..config.schema import CapacityConfig, Config, PlanConfig
 from ..config.loader import check_capacity
@@ -153,7 +153,7 @@ def _limit_headers(checks: list[Check], tokens_at: int, requests_at: int) -> tup
     return tuple(out)
 
 
-def _amounts_builder(units: tuple[str, ...]):
+def _amounts_builder(units: tuple[str, ...]) -> Callable[[int, int], list[int]]:
     """A function (tokens, cost) -> the amount per check, for this order of units."""
     picks = tuple(0 if u == TOKENS else 1 if u == COST else 2 for u in units)
     if len(picks) < 2:

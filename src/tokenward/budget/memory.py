@@ -6,22 +6,24 @@ event loop that owns the store. The arithmetic is ``policy.py``'s, like the Lua 
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Callable, Sequence, cast
 
 from . import job_policy, policy
-from .policy import Check, JobValue, Outcome
+from .policy import BucketState, Check, JobValue, Outcome, Stored
 from .store import (ALREADY_RESERVED, LEASE_LIVE, SETTLED, UNKNOWN, JobCreate, JobRecord, LeaseRenewal, ReserveCall,
                     SettleCall)
 
 
 _NO_LEASES: dict[str, int] = {}  # read-only stand-in for a namespace without leases
+# policy.settle or policy.settle_jobs: (states, checks, amounts, debits, tokens, cost, mode, now_ms)
+Settle = Callable[[Sequence[Stored], Sequence[Check], Sequence[int], Sequence[int], int, int, str, int], list[Stored]]
 
 
 class _Record:
     __slots__ = ("checks", "amounts", "debits", "keys", "settle")
 
-    def __init__(self, checks: tuple[Check, ...], amounts: list[int], debits: list[int], keys: tuple[str, ...],
-                 settle=policy.settle) -> None:
+    def __init__(self, checks: tuple[Check, ...], amounts: Sequence[int], debits: list[int], keys: tuple[str, ...],
+                 settle: Settle = policy.settle) -> None:
         self.checks = checks
         self.amounts = amounts
         self.debits = debits
@@ -33,13 +35,14 @@ class MemoryStore:
     name = "memory"
 
     def __init__(self) -> None:
-        self._values: dict[str, object] = {}
+        self._values: dict[str, Stored] = {}
         self._expires: dict[str, int] = {}     # spend keys: when their period's key may go
         self._records: dict[str, _Record] = {}
         self._leases: dict[str, dict[str, int]] = {}
-        # agent jobs: terms and children ("<ns>:j:<id>:m" / ":c"), open jobs per namespace
+        # agent jobs: terms and children (by "<ns>:j:<id>"), open jobs per namespace
         # (id -> deadline), reservations marked dispatched (their record keys)
-        self._blobs: dict[str, object] = {}
+        self._meta: dict[str, bytes] = {}
+        self._children: dict[str, tuple[str, ...]] = {}
         self._open_jobs: dict[str, dict[str, int]] = {}
         self._dispatched: set[str] = set()
 
@@ -116,7 +119,7 @@ class MemoryStore:
         self._drop_old_periods(now_ms)
         if self._dispatched:   # dispatch marks of settled reservations (kept off the settle path)
             self._dispatched.intersection_update(self._records)
-        out = []
+        out: list[list[str]] = []
         for key in leases_keys:
             leases = self._leases.get(key, {})
             out.append(sorted((rid for rid, until in leases.items() if until < now_ms),
@@ -126,7 +129,7 @@ class MemoryStore:
     async def record_keys(self, record_keys: Sequence[str]) -> list[list[str] | None]:
         return [list(r.keys) if (r := self._records.get(key)) is not None else None for key in record_keys]
 
-    async def value(self, key: str) -> object:
+    async def value(self, key: str) -> Stored:
         return self._values.get(key)
 
     async def sweep(self, namespaces: Sequence[str], cursors: Sequence[int], now_ms: int,
@@ -145,8 +148,8 @@ class MemoryStore:
             namespace = key[: key.find("}") + 1]
             if namespace in wanted:
                 del values[key]
-                self._blobs.pop(key + ":m", None)
-                self._blobs.pop(key + ":c", None)
+                self._meta.pop(key, None)
+                self._children.pop(key, None)
                 gone[namespace] = gone.get(namespace, 0) + 3
         return [(0, gone.get(ns, 0)) for ns in namespaces]
 
@@ -158,62 +161,65 @@ class MemoryStore:
         ns, values = call.namespace, self._values
         parent = None
         if call.parent_id:
-            parent = job_policy.Parent(values.get(f"{ns}:j:{call.parent_id}"), call.parent_budget,  # type: ignore[arg-type]
+            parent = job_policy.Parent(self._job(f"{ns}:j:{call.parent_id}"), call.parent_budget,
                                        call.parent_max_children,
-                                       tuple(values.get(f"{ns}:j:{a}") for a in call.ancestor_ids))  # type: ignore[misc]
+                                       tuple(self._job(f"{ns}:j:{a}") for a in call.ancestor_ids))
         open_jobs = self._open_jobs.setdefault(ns, {})
         for job_id in [j for j, deadline in open_jobs.items() if deadline <= call.now_ms]:
             del open_jobs[job_id]
         bucket_key = f"{ns}:b:jobs"
-        bucket: Any = values.get(bucket_key)
+        bucket = cast("BucketState | None", values.get(bucket_key))   # a ``:b:`` key holds a bucket
         created = job_policy.create(parent, call.budget, call.deadline_ms, len(open_jobs), bucket,
-                                    call.limits, call.now_ms)  # type: ignore[arg-type]
+                                    call.limits, call.now_ms)
         if created.status != job_policy.CREATED:
             return created.status, created.retry_ms
         values[bucket_key] = created.bucket
         key = f"{ns}:j:{call.job_id}"
         values[key] = created.job
-        self._blobs[key + ":m"] = call.meta
+        self._meta[key] = call.meta
         if parent is not None:
             parent_key = f"{ns}:j:{call.parent_id}"
             values[parent_key] = created.parent
-            children = self._blobs.get(parent_key + ":c", ())
-            self._blobs[parent_key + ":c"] = (*children, call.job_id)  # type: ignore[misc]
+            self._children[parent_key] = (*self._children.get(parent_key, ()), call.job_id)
         open_jobs[call.job_id] = call.deadline_ms
         return created.status, 0
 
     async def close_jobs(self, namespace: str, jobs: Sequence[tuple[str, int, int]], state: int) -> int:
         keys = [f"{namespace}:j:{job_id}" for job_id, _, _ in jobs]
-        closing = [job_policy.Closing(self._values.get(k), budget, parent)  # type: ignore[arg-type]
+        closing = [job_policy.Closing(self._job(k), budget, parent)
                    for k, (_, budget, parent) in zip(keys, jobs)]
         values, changed = job_policy.close(closing, state)
         open_jobs = self._open_jobs.get(namespace, {})
         for key, (job_id, _, _), before, after in zip(keys, jobs, closing, values):
             if after is not None and after != before.value:
                 self._values[key] = after
-                if after.state != before.value.state:  # type: ignore[union-attr]
+                if before.value is None or after.state != before.value.state:
                     open_jobs.pop(job_id, None)
         return changed
 
     async def dispatch(self, namespace: str, reservation_id: str, chain: Sequence[str], now_ms: int) -> int:
         for job_id in chain:
-            why = job_policy.usable(self._values.get(f"{namespace}:j:{job_id}"), now_ms)  # type: ignore[arg-type]
+            why = job_policy.usable(self._job(f"{namespace}:j:{job_id}"), now_ms)
             if why:
                 return why
         self._dispatched.add(f"{namespace}:r:{reservation_id}")
         return job_policy.DISPATCH_OK
 
     async def jobs(self, namespace: str, job_ids: Sequence[str]) -> list[JobRecord]:
-        out = []
+        out: list[JobRecord] = []
         for job_id in job_ids:
             key = f"{namespace}:j:{job_id}"
-            out.append(JobRecord(self._values.get(key), self._blobs.get(key + ":m"),  # type: ignore[arg-type]
-                                 tuple(self._blobs.get(key + ":c", ()))))  # type: ignore[arg-type]
+            out.append(JobRecord(self._job(key), self._meta.get(key), self._children.get(key, ())))
         return out
 
     async def dispatched(self, namespace: str, reservation_id: str) -> bool:
         key = f"{namespace}:r:{reservation_id}"
         return key in self._dispatched and key in self._records
+
+    def _job(self, key: str) -> JobValue | None:
+        """The job stored at ``key`` (a ``<ns>:j:<id>`` key holds nothing else), or None."""
+        value = self._values.get(key)
+        return value if type(value) is JobValue else None
 
     def _drop_old_periods(self, now_ms: int) -> None:
         old = [key for key, until in self._expires.items() if until <= now_ms]

@@ -39,7 +39,7 @@ charge in full only if the lease has expired (the reconciler).
 from __future__ import annotations
 
 import datetime as _dt
-from typing import NamedTuple, Sequence
+from typing import NamedTuple, Sequence, Union, cast
 
 SCALE = 60_000  # milliseconds per minute: a per-minute limit refills that many scaled units per ms
 
@@ -80,6 +80,13 @@ class JobValue(NamedTuple):
     deadline_ms: int
 
 
+BucketState = tuple[int, int]   # a bucket's (level in scaled units, ts_ms)
+# One stored value, its type set by the kind of the check that reads it: a bucket's (B, P)
+# BucketState, a gauge's or spend's (G, S) count, a job's (J, A) JobValue; None while missing.
+# mypy cannot follow a tag held in another object, so each branch on ``kind`` casts.
+Stored = Union[BucketState, int, JobValue, None]
+
+
 class Outcome(NamedTuple):
     ok: bool
     failed: int                # index of the first enforced check that did not fit, or -1
@@ -115,11 +122,11 @@ def retry_after_s(retry_ms: int) -> int | None:
     return max(1, -(-retry_ms // 1000))
 
 
-def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int],
-            now_ms: int) -> tuple[Outcome, list, list[int]]:
+def reserve(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence[int],
+            now_ms: int) -> tuple[Outcome, list[Stored], list[int]]:
     """Decide one reservation: (outcome, new states, debits). Nothing is applied unless ok."""
     n = len(checks)
-    new_states: list = [None] * n
+    new_states: list[Stored] = [None] * n
     debits = [0] * n
     levels = [0] * n
     failed = -1
@@ -133,7 +140,7 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
         carry = -1
         fits = True
         if kind == BUCKET or kind == SOFT:
-            level, ts = refill(states[i], p1, p2, now_ms)
+            level, ts = refill(cast("BucketState | None", states[i]), p1, p2, now_ms)
             scaled = need * SCALE
             if kind == SOFT:
                 take = min(level // SCALE, need)
@@ -151,7 +158,7 @@ def reserve(states: Sequence[object], checks: Sequence[Check], amounts: Sequence
             new_states[i] = (level, ts)
             levels[i] = level
         else:
-            current = states[i] or 0
+            current = cast("int | None", states[i]) or 0
             fits = current + need <= p1
             if fits or not enforce:
                 debits[i] = need
@@ -180,26 +187,27 @@ def job_checks(checks: Sequence[Check]) -> int:
     return n
 
 
-def reserve_jobs(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int],
-                 now_ms: int) -> tuple[Outcome, list, list[int]]:
+def reserve_jobs(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence[int],
+                 now_ms: int) -> tuple[Outcome, list[Stored], list[int]]:
     """``reserve`` for a layout led by an agent job's checks: those, then the rest through
     ``reserve`` itself, all or nothing. (Only a job's requests take this path, so the
     others pay nothing for jobs.) A job is never in shadow mode."""
     first = job_checks(checks)
-    new_states: list = [None] * first
+    new_states: list[Stored] = [None] * first
     levels = [0] * first
     debits = [0] * first
     failed = -1
     for i in range(first):
         _key, kind, _unit, p1, p2, _enforce = checks[i]
-        fits, new_states[i], levels[i], debits[i] = _reserve_job(kind, states[i], amounts[i], p1, p2, now_ms)  # type: ignore[arg-type]
+        fits, new_states[i], levels[i], debits[i] = _reserve_job(kind, cast("JobValue | None", states[i]),
+                                                                 amounts[i], p1, p2, now_ms)
         if not fits and failed < 0:
             failed = i
     rest, rest_states, rest_debits = reserve(states[first:], checks[first:], amounts[first:], now_ms)
     if failed < 0 and rest.ok:
         return rest._replace(shadow=tuple(first + i for i in rest.shadow), levels=(*levels, *rest.levels)), \
             new_states + rest_states, debits + rest_debits
-    before = [s.used if s is not None else -1 for s in states[:first]]  # type: ignore[union-attr]
+    before = [s.used if s is not None else -1 for s in cast("Sequence[JobValue | None]", states[:first])]
     if failed >= 0:
         # refused: every level as it was (the rest's too, though it alone would have fit)
         rest_before = [_level_of(states[i], checks[i], now_ms) for i in range(first, len(checks))]
@@ -209,18 +217,18 @@ def reserve_jobs(states: Sequence[object], checks: Sequence[Check], amounts: Seq
                    (*before, *rest.levels)), [], [0] * len(checks)
 
 
-def settle_jobs(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int], debits: Sequence[int],
-                tokens: int, cost: int, mode: str, now_ms: int) -> list:
+def settle_jobs(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence[int], debits: Sequence[int],
+                tokens: int, cost: int, mode: str, now_ms: int) -> list[Stored]:
     """``settle`` for a layout led by an agent job's checks."""
     first = job_checks(checks)
-    out: list = []
+    out: list[Stored] = []
     for i in range(first):
         _key, kind, unit, _p1, _p2, _enforce = checks[i]
         if kind == ANCESTOR:
             out.append(states[i])
         else:
             actual = actual_for(unit, amounts[i], tokens, cost, mode)
-            out.append(_settle_job(states[i], debits[i], actual, mode == VOID))  # type: ignore[arg-type]
+            out.append(_settle_job(cast("JobValue | None", states[i]), debits[i], actual, mode == VOID))
     return out + settle(states[first:], checks[first:], amounts[first:], debits[first:], tokens, cost, mode, now_ms)
 
 
@@ -240,10 +248,10 @@ def _reserve_job(kind: str, job: JobValue | None, need: int, budget: int, max_at
         used + need, need
 
 
-def _level_of(state: object, c: Check, now_ms: int) -> int:
+def _level_of(state: Stored, c: Check, now_ms: int) -> int:
     if c.kind == BUCKET or c.kind == SOFT:
-        return refill(state, c.p1, c.p2, now_ms)[0]  # type: ignore[arg-type]
-    return state or 0  # type: ignore[return-value]
+        return refill(cast("BucketState | None", state), c.p1, c.p2, now_ms)[0]
+    return cast("int | None", state) or 0
 
 
 def actual_for(unit: str, amount: int, tokens: int, cost: int, mode: str) -> int:
@@ -259,8 +267,8 @@ def actual_for(unit: str, amount: int, tokens: int, cost: int, mode: str) -> int
     return 0
 
 
-def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[int], debits: Sequence[int],
-           tokens: int, cost: int, mode: str, now_ms: int) -> list:
+def settle(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence[int], debits: Sequence[int],
+           tokens: int, cost: int, mode: str, now_ms: int) -> list[Stored]:
     """New states after settling a reservation against actual usage.
 
     The actual amount is taken within ``[0, amount]``: a settle never charges more than
@@ -269,7 +277,7 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
     gauge gives back its debit; a spend counter moves by actual minus debit. A soft check
     is attributed the actual amount first, the check after it the rest.
     """
-    out: list = [None] * len(checks)
+    out: list[Stored] = [None] * len(checks)
     attributed = 0
     void, on_usage = mode == VOID, mode == SETTLE
     for i, (_key, kind, unit, p1, p2, _enforce) in enumerate(checks):
@@ -291,13 +299,13 @@ def settle(states: Sequence[object], checks: Sequence[Check], amounts: Sequence[
             if kind == SOFT:
                 attributed = min(max(actual, 0), debit)
                 actual = attributed
-            level, ts = refill(states[i], p1, p2, now_ms)  # type: ignore[arg-type]
+            level, ts = refill(cast("BucketState | None", states[i]), p1, p2, now_ms)
             level += (debit - actual) * SCALE
             out[i] = (min(max(level, 0), p1), ts)
         elif kind == GAUGE:
-            out[i] = max((states[i] or 0) - debit, 0)  # type: ignore[operator]
+            out[i] = max((cast("int | None", states[i]) or 0) - debit, 0)
         else:
-            out[i] = max((states[i] or 0) + actual - debit, 0)  # type: ignore[operator]
+            out[i] = max((cast("int | None", states[i]) or 0) + actual - debit, 0)
     return out
 
 

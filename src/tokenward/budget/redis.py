@@ -20,7 +20,7 @@ from . import policy
 from .policy import Check, Outcome
 from .cluster import ClusterRouter, is_cluster_reply
 from .redis_jobs import RedisJobs, decode_job
-from .resp import RedisPyConnections, RespClient, ScriptMissing, SingleFlight, _bulk, pack
+from .resp import RedisPyConnections, Replies, RespClient, ScriptMissing, SingleFlight, _bulk, pack
 from .scripts import RESERVE, SCRIPTS, SETTLE, SWEEP
 from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
 
@@ -88,9 +88,9 @@ def _settle_args(call: SettleCall) -> bytes:
 
 def _wire(layout: Layout) -> _ReserveWire:
     wire = layout.wire
-    if wire is None:
+    if not isinstance(wire, _ReserveWire):   # None until this store first encodes the layout
         wire = layout.wire = _ReserveWire(layout)
-    return wire  # type: ignore[return-value]
+    return wire
 
 
 def _pack_reserve(call: ReserveCall) -> bytes:
@@ -113,7 +113,7 @@ def _pack_settle(call: SettleCall) -> bytes:
                      b"".join(map(_bulk, keys)), args))
 
 
-def _outcome(reply: list) -> Outcome:
+def _outcome(reply: Replies) -> Outcome:
     status = reply[0]
     if status == 2:
         return ALREADY_RESERVED
@@ -178,7 +178,7 @@ class RedisStore(RedisJobs):
             self.round_trips += 1
             await self._transport.exchange(_script_loads(), len(SCRIPTS))
 
-    async def run_keyed(self, items: list[tuple[str, bytes]]) -> list:
+    async def run_keyed(self, items: list[tuple[str, bytes]]) -> Replies:
         """Commands with the key that routes each (its namespace's slot, on a cluster)."""
         if not self._checked:
             await self._detect()
@@ -187,14 +187,14 @@ class RedisStore(RedisJobs):
             return await self._cluster.run(items)
         return await self._run(b"".join(command for _, command in items), len(items))
 
-    async def _run(self, payload: bytes, replies: int) -> list:
+    async def _run(self, payload: bytes, replies: int) -> Replies:
         self.round_trips += 1
         try:
             return await self._transport.exchange(payload, replies)
         except ScriptMissing:
             return await self._load_scripts_and_retry(payload, replies)
 
-    async def _load_scripts_and_retry(self, payload: bytes, replies: int) -> list:
+    async def _load_scripts_and_retry(self, payload: bytes, replies: int) -> Replies:
         self.round_trips += 2
         await self._transport.exchange(_script_loads(), len(SCRIPTS))
         return await self._transport.exchange(payload, replies)
@@ -297,7 +297,7 @@ class RedisStore(RedisJobs):
         return None
 
     async def open_reservations(self, leases_key: str) -> int:
-        return (await self.run_keyed([(leases_key, pack(b"ZCARD", leases_key))]))[0]
+        return int((await self.run_keyed([(leases_key, pack(b"ZCARD", leases_key))]))[0])
 
     async def close(self) -> None:
         await self._transport.close()

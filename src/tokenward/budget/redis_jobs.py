@@ -13,7 +13,7 @@ import struct
 from typing import Sequence
 
 from .policy import JobValue
-from .resp import _bulk, pack
+from .resp import Replies, _bulk, pack
 from .scripts import JOB_CLOSE, JOB_CREATE, JOB_DISPATCH
 from .store import JobCreate, JobRecord
 
@@ -32,13 +32,14 @@ def _script(head: bytes, keys: Sequence[str], args: Sequence[object]) -> bytes:
 class RedisJobs:
     """Mixed into ``RedisStore``: needs its ``run_keyed`` and the three scripts' heads."""
 
-    async def run_keyed(self, items: list[tuple[str, bytes]]) -> list: ...  # RedisStore's
+    async def run_keyed(self, items: list[tuple[str, bytes]]) -> Replies:
+        raise NotImplementedError   # RedisStore's
 
     async def create_job(self, call: JobCreate) -> tuple[int, int]:
 
         limits = call.limits
-        args = [call.now_ms, call.job_id, call.deadline_ms, call.budget, limits.per_minute,  # type: ignore[attr-defined]
-                limits.max_open, call.meta, call.parent_id, call.parent_budget,  # type: ignore[attr-defined]
+        args = [call.now_ms, call.job_id, call.deadline_ms, call.budget, limits.per_minute,
+                limits.max_open, call.meta, call.parent_id, call.parent_budget,
                 call.parent_max_children, *call.ancestor_ids]
         ns = call.namespace
         [reply] = await self.run_keyed([(ns, _script(JOB_CREATE.head, (ns, ns + ":jobs"), args))])

@@ -33,10 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import ssl
 from typing import Any, Awaitable, Callable, Generic, TypeVar
 
 import hiredis
-from redis.asyncio.connection import ConnectionPool, parse_url
+from redis.asyncio.connection import AbstractConnection, ConnectionPool, parse_url
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError
@@ -44,6 +45,9 @@ from redis.exceptions import NoScriptError, RedisError
 from .store import StoreUnavailable
 
 T = TypeVar("T")
+# One exchange's replies as hiredis (or redis-py) decodes them: per command bytes, an int,
+# None, an error, or a list of those. The command's sender knows which shape to expect.
+Replies = list[Any]
 
 
 class SingleFlight(Generic[T]):
@@ -54,7 +58,7 @@ class SingleFlight(Generic[T]):
 
     def __init__(self, make: Callable[[], Awaitable[T]]) -> None:
         self._make = make
-        self._running: asyncio.Future | None = None
+        self._running: asyncio.Future[T] | None = None
 
     async def __call__(self) -> T:
         if self._running is None:
@@ -81,7 +85,7 @@ def pack(*args: object) -> bytes:
     return b"*%d\r\n" % len(args) + b"".join(map(_bulk, args))
 
 
-def _error_in(replies: list) -> Exception | None:
+def _error_in(replies: Replies) -> Exception | None:
     """The exception an exchange raises for its replies: the first error reply, if any."""
     for reply in replies:
         if isinstance(reply, hiredis.ReplyError):
@@ -108,7 +112,7 @@ class _Protocol(asyncio.Protocol):
     def __init__(self, timeout_s: float) -> None:
         self.reader = hiredis.Reader()
         # (future, replies expected, replies so far, sent at, error replies raised?)
-        self.waiters: collections.deque[tuple[asyncio.Future, int, list, float, bool]] = collections.deque()
+        self.waiters: collections.deque[tuple[asyncio.Future[Replies], int, Replies, float, bool]] = collections.deque()
         self.transport: asyncio.Transport | None = None
         self.lost: BaseException | None = None
         self.timeout_s = timeout_s
@@ -121,7 +125,8 @@ class _Protocol(asyncio.Protocol):
         # Writes made in one turn of the event loop go out in one system call.
         self._out: list[bytes] = []
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    # typeshed's base takes any BaseTransport; a stream connection is handed a Transport
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
 
     def pause_writing(self) -> None:
@@ -173,11 +178,11 @@ class _Protocol(asyncio.Protocol):
         if self.transport is not None:
             self.transport.abort()
 
-    def send(self, payload: bytes, count: int, checked: bool = True) -> asyncio.Future:
+    def send(self, payload: bytes, count: int, checked: bool = True) -> asyncio.Future[Replies]:
         """The replies to ``payload``'s ``count`` commands, in a future; with ``checked``, an
         error reply fails it (ScriptMissing for NOSCRIPT, else StoreUnavailable)."""
         loop = self._loop
-        fut = loop.create_future()
+        fut: asyncio.Future[Replies] = loop.create_future()
         if self.paused or len(self.waiters) >= MAX_WAITING:
             fut.set_exception(StoreUnavailable("budget store: not keeping up (its connection is full)"))
             return fut
@@ -193,7 +198,9 @@ class _Protocol(asyncio.Protocol):
     def _flush(self) -> None:
         out, self._out = self._out, []
         if self.lost is None:
-            self.transport.write(b"".join(out) if len(out) > 1 else out[0])  # type: ignore[union-attr]
+            transport = self.transport   # set: a call is sent only on a made connection
+            assert transport is not None
+            transport.write(b"".join(out) if len(out) > 1 else out[0])
 
     def _check(self) -> None:
         self._watch = None
@@ -222,13 +229,12 @@ class _Protocol(asyncio.Protocol):
         self._watch = self._loop.call_at(max(min(due, silent_since + self.dead_after), now + 0.001), self._check)
 
 
-def _tls_context(params: dict[str, Any]):
+def _tls_context(params: dict[str, Any]) -> ssl.SSLContext | None:
     """The TLS of a ``rediss://`` URL, from redis-py's parse of its ``ssl_*`` options."""
     from redis.asyncio.connection import SSLConnection
 
     if params.get("connection_class") is not SSLConnection:
         return None
-    import ssl
 
     context = ssl.create_default_context(cafile=params.get("ssl_ca_certs"))
     if params.get("ssl_certfile"):
@@ -261,7 +267,7 @@ class RespClient:
     def params(self) -> dict[str, Any]:
         return self._params
 
-    def exchange(self, payload: bytes, count: int) -> Awaitable[list]:
+    def exchange(self, payload: bytes, count: int) -> Awaitable[Replies]:
         """The replies (awaitable). Connected, that is the future itself: no coroutine frame
         of its own between the caller and the socket."""
         protocol = self._protocol
@@ -269,14 +275,14 @@ class RespClient:
             return self._exchange_connecting(payload, count, True)
         return protocol.send(payload, count)
 
-    def exchange_raw(self, payload: bytes, count: int) -> Awaitable[list]:
+    def exchange_raw(self, payload: bytes, count: int) -> Awaitable[Replies]:
         """Like ``exchange``, but error replies are returned, not raised."""
         protocol = self._protocol
         if protocol is None or protocol.lost is not None:
             return self._exchange_connecting(payload, count, False)
         return protocol.send(payload, count, checked=False)
 
-    async def _exchange_connecting(self, payload: bytes, count: int, checked: bool) -> list:
+    async def _exchange_connecting(self, payload: bytes, count: int, checked: bool) -> Replies:
         protocol = await self._connected()
         return await protocol.send(payload, count, checked)
 
@@ -308,7 +314,7 @@ class RespClient:
             _, protocol = await loop.create_connection(lambda: _Protocol(self.timeout_s), host,
                                                        params.get("port", 6379), ssl=tls,
                                                        server_hostname=host if tls is not None else None)
-        setup = []
+        setup: list[bytes] = []
         if params.get("password") is not None:
             user = params.get("username")
             setup.append(pack(b"AUTH", user, params["password"]) if user else pack(b"AUTH", params["password"]))
@@ -330,11 +336,12 @@ class RedisPyConnections:
         self._factory = ConnectionPool.from_url(
             url, socket_timeout=None, socket_connect_timeout=timeout_s, retry=Retry(NoBackoff(), 0))
         self.timeout_s = timeout_s
-        self._idle: list = []
+        self._idle: list[AbstractConnection] = []
         self._max_idle = max_idle
 
-    async def exchange(self, payload: bytes, count: int) -> list:
-        conn = self._idle.pop() if self._idle else self._factory.make_connection()
+    async def exchange(self, payload: bytes, count: int) -> Replies:
+        # redis-py leaves ConnectionPool.make_connection unannotated (it returns its connection_class)
+        conn = self._idle.pop() if self._idle else self._factory.make_connection()  # type: ignore[no-untyped-call]
         try:
             async with asyncio.timeout(self.timeout_s):
                 if not conn.is_connected:
@@ -354,7 +361,7 @@ class RedisPyConnections:
             await conn.disconnect(nowait=True)
         return replies
 
-    def _discard(self, conn) -> None:
+    def _discard(self, conn: AbstractConnection) -> None:
         # A failure usually means the server went away: the idle connections go too.
         stale, self._idle = self._idle, []
         for c in (conn, *stale):

@@ -12,11 +12,14 @@ the driver said, so callers handle exactly one exception type.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Protocol, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ..errors import TokenwardError
 from . import policy
-from .policy import BUCKET, SCALE, SOFT, Check, Outcome
+from .policy import BUCKET, SCALE, SOFT, Check, JobValue, Outcome
+
+if TYPE_CHECKING:
+    from .job_policy import Limits
 
 
 class StoreUnavailable(TokenwardError):
@@ -84,7 +87,7 @@ class JobCreate(NamedTuple):
     now_ms: int
     deadline_ms: int
     budget: int
-    limits: object              # job_policy.Limits
+    limits: Limits
     meta: bytes                 # the job's fixed terms (JSON), stored as given
     parent_id: str = ""         # "" for a job without a parent
     parent_budget: int = 0
@@ -95,7 +98,7 @@ class JobCreate(NamedTuple):
 class JobRecord(NamedTuple):
     """What a store holds for one job: its counters, its terms (JSON), its children's ids."""
 
-    value: object               # policy.JobValue, or None when there is no such job
+    value: JobValue | None      # None when there is no such job
     meta: bytes | None
     children: tuple[str, ...]
 
@@ -155,3 +158,13 @@ class BudgetStore(Protocol):
         """Whether a reservation was marked dispatched (tests and tools)."""
 
     async def close(self) -> None: ...
+
+
+@runtime_checkable
+class ImmediateStore(BudgetStore, Protocol):
+    """A store whose reserve and settle complete without awaiting (the memory store): the
+    same atomic step called directly, without a coroutine per call on the hot path."""
+
+    def reserve_now(self, call: ReserveCall) -> Outcome: ...
+
+    def settle_now(self, call: SettleCall) -> int: ...

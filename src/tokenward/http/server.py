@@ -48,7 +48,7 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
     def __init__(self, state: ServerState) -> None:
         self.state = state
         self.loop = state.loop
-        self.transport: asyncio.Transport = None  # type: ignore[assignment]
+        self.transport: asyncio.Transport   # set by connection_made, before any other call
         self.parser = httptools.HttpRequestParser(self)
         self.cycle: RequestCycle | None = None  # the cycle being answered
         self.parsing: RequestCycle | None = None  # the cycle whose request is being read
@@ -89,6 +89,7 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
         self.scheme = "http"
 
     # -- asyncio.Protocol ------------------------------------------------------------------
+    # typeshed's base takes any BaseTransport; a stream connection is handed a Transport
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self.transport = transport
         state = self.state
