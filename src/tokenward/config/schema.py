@@ -19,16 +19,18 @@ from .content import (  # noqa: F401  (the content sections, re-exported where e
 from .content import ranges as content_ranges
 
 
+# Subclasses say frozen=True again: msgspec inherits it, but type checkers read structs
+# through PEP 681 (dataclass_transform), where a subclass that does not say it is not frozen.
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, frozen=True, kw_only=True):
     pass
 
 
-class TlsConfig(_Strict):
+class TlsConfig(_Strict, frozen=True):
     cert_file: str
     key_file: str
 
 
-class ServerConfig(_Strict):
+class ServerConfig(_Strict, frozen=True):
     host: str = "127.0.0.1"
     port: int = 8080
     workers: int = 1
@@ -57,20 +59,20 @@ class ServerConfig(_Strict):
     tls: TlsConfig | None = None
 
 
-class EdgeConfig(_Strict):
+class EdgeConfig(_Strict, frozen=True):
     max_body_bytes: int = 1_048_576
     max_header_bytes: int = 16_384
     max_headers: int = 64
 
 
-class RouteConfig(_Strict):
+class RouteConfig(_Strict, frozen=True):
     path: str
     methods: tuple[str, ...] = ("POST",)
     content_types: tuple[str, ...] = ("application/json",)
     max_body_bytes: int | None = None
 
 
-class UpstreamConfig(_Strict):
+class UpstreamConfig(_Strict, frozen=True):
     # "builtin:mock" starts the bundled mock backend inside the gateway process.
     base_url: str
     api_key: str | None = None
@@ -111,7 +113,7 @@ class UpstreamConfig(_Strict):
     dialects: tuple[Literal["chat", "responses", "messages"], ...] = ("chat",)
 
 
-class ModelConfig(_Strict):
+class ModelConfig(_Strict, frozen=True):
     upstream: str
     upstream_model: str | None = None
     tokenizer: str = "estimate"
@@ -125,7 +127,7 @@ class ModelConfig(_Strict):
     output_price_per_million: float = 0.0
 
 
-class PlanConfig(_Strict):
+class PlanConfig(_Strict, frozen=True):
     models: tuple[str, ...] = ()
     max_context_tokens: int = 8192
     max_output_tokens: int = 1024
@@ -186,13 +188,13 @@ class PlanConfig(_Strict):
     max_job_seconds: float = 3600.0
 
 
-class TenantConfig(_Strict):
+class TenantConfig(_Strict, frozen=True):
     plan: str
     # Partial plan: any PlanConfig field, checked against PlanConfig at load.
     overrides: dict[str, object] = msgspec.field(default_factory=dict)
 
 
-class StoreConfig(_Strict):
+class StoreConfig(_Strict, frozen=True):
     url: str = "memory"
     # a healthy Redis call's p99.9 under load on a 2-core host is 15-60 ms (docs/budget.md)
     timeout_ms: int = 250
@@ -208,7 +210,7 @@ class StoreConfig(_Strict):
     client: Literal["resp", "redis-py"] = "resp"
 
 
-class CapacityConfig(_Strict):
+class CapacityConfig(_Strict, frozen=True):
     """Service-wide capacity of one upstream or model (the provider's own quota)."""
 
     tokens_per_minute: int
@@ -216,7 +218,7 @@ class CapacityConfig(_Strict):
     shares: dict[str, float] = msgspec.field(default_factory=dict)
 
 
-class KeystoreConfig(_Strict):
+class KeystoreConfig(_Strict, frozen=True):
     url: str = "sqlite:///tokenward-keys.db"
     cache_ttl_s: float = 1.0
     # Last-used times are written in one batch this often, never once per request.
@@ -231,7 +233,7 @@ JwtAlgorithm = Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES
                        "EdDSA"]
 
 
-class JwtIssuerConfig(_Strict):
+class JwtIssuerConfig(_Strict, frozen=True):
     issuer: str
     audience: str
     jwks_url: str
@@ -254,22 +256,22 @@ class JwtIssuerConfig(_Strict):
                               "set exactly one of tenant_claim and tenant_scope_prefix")
 
 
-class JwtConfig(_Strict):
+class JwtConfig(_Strict, frozen=True):
     issuers: tuple[JwtIssuerConfig, ...] = ()
 
 
-class StreamConfig(_Strict):
+class StreamConfig(_Strict, frozen=True):
     max_duration_s: float = 600.0
     idle_timeout_s: float = 60.0
 
 
-class DemoConfig(_Strict):
+class DemoConfig(_Strict, frozen=True):
     # Demo mode only: create and print a key for this tenant at start-up.
     tenant: str
     print_key: bool = True
 
 
-class LoggingConfig(_Strict):
+class LoggingConfig(_Strict, frozen=True):
     # "stdout", "stderr", "off" or a file path; one JSON line per request.
     # (YAML reads a bare `off` as false, so false means "off" too.)
     decisions: str | bool = "stdout"
@@ -278,11 +280,11 @@ class LoggingConfig(_Strict):
     hash_key_env: str = "TOKENWARD_LOG_HASH_KEY"
 
 
-class AdminConfig(_Strict):
+class AdminConfig(_Strict, frozen=True):
     token_env: str | None = None
 
 
-class Config(_Strict):
+class Config(_Strict, frozen=True):
     server: ServerConfig = ServerConfig()
     edge: EdgeConfig = EdgeConfig()
     routes: tuple[RouteConfig, ...] | None = None
@@ -398,8 +400,8 @@ RANGES: dict[type, dict[str, Bound]] = {
     StreamConfig: {"max_duration_s": _POSITIVE, "idle_timeout_s": _POSITIVE},
 }
 
-RANGES.update(abuse_ranges(Bound))  # type: ignore[arg-type]
-RANGES.update(content_ranges(Bound))  # type: ignore[arg-type]
+RANGES.update(abuse_ranges(Bound))
+RANGES.update(content_ranges(Bound))
 
 DEFAULT_ROUTES: tuple[RouteConfig, ...] = (
     RouteConfig(path="/v1/chat/completions"),
