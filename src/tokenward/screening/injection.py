@@ -27,6 +27,7 @@ from typing import Sequence
 
 from .encoded import LONG_TOKEN, MAX_DEPTH, REV_CUES, ROT_CUES, homoglyphs, maybe_encoded, pieces
 from .folding import FOLD, HIDDEN, NONWORD, TOK, ascii_table, fold, fold_pattern, translate_mostly_ascii
+from .injection_documents import OVERLAPPING
 from .injection_patterns import MARKUP_SPECS, NEEDS, WORD_SPECS
 from .injection_vocab import V_HEAD, V_OVR, entries
 
@@ -34,18 +35,19 @@ _FAMILIES = {   # family: "name weight ..."; O override, P persona, E exfiltrati
     "O": "override 2.6 precedence 2.4 override_all 2.0 forget_everything 2.0 safety_off 1.6 override_user 1.4 "
          "pwned 1.2 new_instructions 1.0 secrecy 1.0 override_weak 0.9 override_self 0.8 from_now_on 0.8 "
          "you_must_now 0.6 system_prompt_mention 0.4 override_word 0.2 override_safety 1.6 task_cancelled 1.4 "
-         "override_above 0.9 regardless_user 0.7 new_task 1.2",
+         "override_above 0.9 regardless_user 0.7 new_task 1.2 override_act 1.4 conceal 0.5",
     "P": "dan 2.4 unfiltered_persona 2.4 pretend_unbound 2.4 do_anything_now 1.8 no_longer_bound 1.8 dev_mode 1.6 "
          "dual_response 1.6 no_restrictions 1.5 unfiltered_ai 1.2 freed_from 1.2 never_refuse 1.2 amoral_persona 1.0 "
          "jailbreak 0.8 no_disclaimers 0.6 stay_in_character 0.5 you_are_now 0.4 persona_ml 1.8 no_content_policy 1.2 "
-         "without_limits 0.6 unbound_claim 0.8",
+         "without_limits 0.6 unbound_claim 0.8 rules_off 0.8",
     "E": "reveal_prompt 2.4 exfil_send 2.4 markdown_exfil 2.4 encode_exfil 2.4 what_told 1.6 reveal_above 1.4 "
          "send_url 0.8 credentials 0.8 markdown_image_query 0.5 decode_follow 1.4 collect_data 0.6 tool_exfil 1.2 reveal_tools 0.9 "
-         "user_data 0.9",
+         "user_data 0.9 context_secret 0.6",
     "M": "role_token 2.0 tag_chars 1.6 comment_instruction 1.4 fake_turn 1.4 role_tag 1.2 address_ai 1.2 "
          "hidden_instruction 1.0 indirect_when 0.8 invisible_chars 0.7 hidden_css 0.6 obfuscated 0.6 role_line 0.5 "
          "html_comment 0.3 context_escape 1.2 destructive_tool 1.0 authority_note 1.0 answer_directive 0.9 "
-         "retrieved_trigger 1.2 nothing_else 0.7 forced_reply 0.7 instead_respond 0.9 tool_call 0.6 xss_payload 0.6 include_response 0.6 encoded_payload 0.6",
+         "retrieved_trigger 1.2 nothing_else 0.7 forced_reply 0.7 instead_respond 0.9 tool_call 0.6 xss_payload 0.6 include_response 0.6 encoded_payload 0.6 "
+         "verbatim 0.6 repeat_flood 0.5 memory_write 0.5 mode_tag 0.6",
     "D": "discussion -1.2 fiction -0.8 quoted -0.6",
 }
 WEIGHTS: dict[str, tuple[float, str]] = {
@@ -187,12 +189,12 @@ def _scan(s: str, gates: list[tuple[int, tuple[str, ...], frozenset[str]]] = _GA
                 j = padded.find(needle, j + 1)
         end = 0
         for p, w in sorted(starts):
-            if p < end:
+            if p < end and w not in OVERLAPPING:
                 continue
             regex = _WORD_RE.get(src := sources[w]) or _WORD_RE.setdefault(src, re.compile(src, re.M))
             if (m := regex.match(s, p)) is not None:
                 hits.append((p, m.end(), _NAMES[m.lastgroup]))
-                end = m.end()
+                end = max(end, m.end())
     hits += _markup(s)
     return hits, len(seen & _SPACE_HINT), encoded
 

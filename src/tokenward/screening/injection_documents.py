@@ -12,6 +12,11 @@ from .injection_vocab import (
     WITHOUT_ML,
 )
 
+# First words whose specs (all "verbatim") are tried even inside another signal's match:
+# "include verbatim in your reply", "mention it in your answer exactly as written".
+OVERLAPPING = frozenset("verbatim textuellement wortwortlich wortlich woertlich exactly exactement exactamente "
+                        "exatamente esattamente exact saktesisht direach".split())
+
 # (name, words a match starts with, the rest)
 DOCUMENT_SPECS: list[tuple[str, str, str]] = [
     # instructions embedded in documents and tool results
@@ -125,7 +130,7 @@ DOCUMENT_SPECS: list[tuple[str, str, str]] = [
      + NOTHING_ELSE),
     ("credentials", "respond reply answer", r"\s+with\s+(?:[\w']{1,20}\s+){0,3}?(?:api[\s_-]?keys?|secret\s+keys?|"
      r"passwords?|credentials|access\s+tokens?|private\s+keys?)\b"),
-    ("instead_respond", "instead", r",?\s+(?:respond|reply|answer|output|say|print|return)\b|\s+of\s+(?:answering|"
+    ("instead_respond", "instead", r",?\s+(?=(?:respond|reply|answer|output|say|print|return)\b)|\s+of\s+(?:answering|"
      r"responding\s+to|replying\s+to)\b"),
     ("forced_reply", "just", r"\s+(?:reply|respond|answer|output|say)\s+with\b"),
     ("forced_reply", "reply respond answer output say print return", r"\s+(?:only\s+)?(?:with\s+)?(?:exactly|only|"
@@ -142,4 +147,43 @@ DOCUMENT_SPECS: list[tuple[str, str, str]] = [
      r"every|each)\s+(?:next\s+|future\s+)?(?:response|answer|reply|output|summary)\b"),
     ("system_prompt_mention", "system hidden secret developer initial meta pre",
      r"[ -]?(?:prompt|instructions)\b|(?<=system)[ -]?message\b"),
+    # planted in documents and tool output: text to be copied into the answer as it stands,
+    # repeated many times, kept in the agent's memory; concealment; rules declared void
+    ("verbatim", "verbatim textuellement wortwortlich wortlich woertlich", r"\b"),
+    ("verbatim", "exactly exactement exactamente exatamente esattamente", r"\s+(?:as|como|come|comme)(?:\s*:|\s+(?:(?:it|they)\s+"
+     r"(?:is|are|appears?|stands?)|is|written|given|shown|stated|provided|follows|below|quoted|escrito|ecrit|scritto|"
+     r"(?:esta|est|e|es)\s+(?:escrito|ecrit|scritto)?)\b)"),
+    ("verbatim", "word mot palabra parola palavra", r"\s+(?:for|pour|por|per)\s+(?:word|mot|palabra|parola|palavra)\b"),
+    ("verbatim", "exact", r"\s+(?:markdown|text|string|wording|phrase|sentence|line|link|url|code|message|tag|snippet|"
+     r"html|reference|notice)\b"),
+    ("verbatim", "tal alla tel telle saktesisht direach", r"\s+(?:cual|lettera|quel|quelle|sic\s+eshte|mar\s+ata\s+se)\b"),
+    ("repeat_flood", "repeat repite repete repetez wiederhole ripeti repita athdhean aithris perserit say write print "
+     "output", r"[^.\n]{0,80}?\b[\dieast][\doieast]{0,2}[0o]\s+(?:times|veces|fois|mal|volte|vezes|turas|uair|here)\b"),
+    ("answer_directive", "end", r"\s+of\s+(?:your|every|each)\s+(?:future\s+)?" + ANSWERS + r"\b"),
+    ("answer_directive", "final fin ende fine deireadh fund", r"\s+(?:de\s+(?:tu|su|ta|votre)\s+(?:respuesta|reponse)|"
+     r"da\s+(?:sua|tua)\s+resposta|deiner\s+antwort|della\s+tua\s+risposta|do\s+fhreag(?:ra|airt)\w*|te\s+pergjigjes\s+"
+     r"tende)\b"),
+    ("include_response", "incluye incluya incluir inclue incluez inclure inclus includi includere inclua fuge "
+     "aggiungi ajoute ajoutez anade agrega adicione insere inserisci menciona mentionne erwahne cita zitiere perfshi "
+     "cuir", r"(?:\s+[\w'-]{1,30}){0,5}?\s+(?:in\s+deine[rm]?\s+antwort|dans\s+(?:ta|votre)\s+reponse|en\s+(?:tu|su)\s+"
+     r"respuesta|nella\s+tua\s+risposta|na\s+(?:sua|tua)\s+resposta|ne\s+pergjigjen\s+tende|i\s+do\s+fhreagra)\b"),
+    ("memory_write", "save store write add commit persist remember keep record", r"(?:\s+[\w'-]{1,20}){0,4}?\s+"
+     r"(?:to|in|into)\s+(?:your|the\s+(?:agent's|assistant's))\s+(?:long[\s-]term\s+|persistent\s+|permanent\s+)?"
+     r"memory\b"),
+    ("memory_write", "delete erase wipe remove clear overwrite", r"(?:\s+[\w'-]{1,20}){0,4}?\s+(?:memory\s+(?:notes?|"
+     r"entries|entry|records?|items?)|(?:from|in)\s+your\s+memory)\b"),
+    ("conceal", "report", r"\s+no\s+(?:anomalies|issues|problems|findings|errors|incidents|suspicious\s+\w+)\b"),
+    ("context_secret", "from", r"\s+your\s+context(?:\s+window)?\b"),
+    ("context_secret", "key keys password passwords secret secrets token tokens credentials",
+     r"\s+(?:from|in|stored\s+in)\s+your\s+(?:context(?:\s+window)?|memory|system\s+prompt|prompt|instructions)\b"),
+    ("rules_off", "safety content ethical security", r"\s+(?:guidelines|policies|policy|rules|restrictions|filters)\s+"
+     r"(?:do\s+not|don't|dont|no\s+longer|won't|does\s+not|doesn't)\s+apply\b"),
+    ("rules_off", "sicherheitsrichtlinien sicherheitsregeln inhaltsrichtlinien", r"(?:\s+\w{1,20}){0,3}?\s+"
+     r"(?:nicht\s+mehr\s+gelten|nicht\s+gelten|gelten\s+(?:hier\s+|jetzt\s+)?nicht)\b"),
+    ("rules_off", "regles consignes restrictions filtres reglas normas restricciones filtros regole restrizioni filtri "
+     "regras restricoes", r"(?:\s+de\s+(?:securite|seguridad|seguranca)|\s+di\s+sicurezza)?\s+(?:ne\s+s'appliquent\s+"
+     r"(?:plus|pas)|ya\s+no\s+(?:se\s+)?aplican|no\s+se\s+aplican|non\s+si\s+applicano|nao\s+se\s+aplicam)\b"),
+    ("dev_mode", "mod", r"\s+forbartha\b"), ("dev_mode", "kwimodi imodi", r"\s+yonjiniyela\b"),
+    ("dev_mode", "modalitetin modaliteti", r"\s+(?:e\s+)?zhvillues\w*"),
+    ("new_instructions", "treoracha", r"\s+nua\b"), ("new_instructions", "udhezime udhezimet", r"\s+(?:te|e)\s+reja\b"),
 ]

@@ -42,6 +42,8 @@ WORD_SPECS: list[tuple[str, str, str]] = [
      r"taught|instructed)|you\s+know|you\s+learned)\b"),
     ("override_user", V_OVR, r"\s+(?:the\s+|this\s+)?(?:user|human|customer|requester)(?:'s|s')?(?:\s+(?:question|"
      r"request|query|message|instructions?|prompt|input|wishes))?\b"),
+    ("override_act", V_OVR, rf"\b{G(3)}(?:guidelines|rules|policy|policies|instructions)\s+and\s+(?:just\s+)?"
+     r"(?:approve|grant|transfer|wire|pay|refund|exfiltrate)\b"),
     ("override_weak", V_OVR, rf"\b{G(2)}{N_OVR}\b"),
     ("override_safety", V_OVR, r"(?:\s+\w{1,20}){0,2}?\s+(?:safety|ethical|ethics|moral|content|security)\s+"
      r"(?:stuff|rules|guidelines|filters?|polic\w*|restrictions|guardrails|measures|protocols|concerns|training|checks)"),
@@ -180,6 +182,8 @@ MARKUP_SPECS: list[tuple[str, str, str]] = [
     ("role_tag", "#", rf"#{{0,5}}[ \t]*(?:system|admin|developer|assistant){ROLE_WORDS}[ \t]*:|#{{0,5}}[ \t]*(?:system|"
      r"admin|developer)[ \t]+(?:prompt|message|instructions?|override)[ \t]*$"),
     ("role_tag", "*", rf"\*{{0,3}}[ \t]*(?:system|admin|developer){ROLE_WORDS}[ \t]*\*{{0,3}}[ \t]*:"),
+    ("mode_tag", "[", r"\s*(?:test|testing|debug|debugging|developer|dev|admin|maintenance|diagnostic|god|sudo|"
+     r"jailbreak|unrestricted)\s+mode\s*\]"),
     ("dual_response", "[", r"\s*(?:🔓|🔒)?\s*(?:jailbreak|jailbroken|classic|dan|developer\s+mode\s+output|"
      r"normal\s+output)\s*\]"),
     ("markdown", "!", r"\[[^\]\n]{0,200}\]\(\s*<?https?://[^\s)]{1,500}"),
