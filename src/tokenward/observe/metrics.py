@@ -106,8 +106,9 @@ class GatewayMetrics:
         """The slots of an upstream's time-to-answer histogram: (whole answers, streams),
         indexed by ``stream``. The forwarder keeps them on its target and adds to them with
         ``add_ns``: no key built, no dict looked up per request."""
-        return tuple(self.upstream_head.setdefault((upstream, stream), [0] * (NS_SLOTS + 1))
-                     for stream in ("false", "true"))
+        head = self.upstream_head
+        return (head.setdefault((upstream, "false"), [0] * (NS_SLOTS + 1)),
+                head.setdefault((upstream, "true"), [0] * (NS_SLOTS + 1)))
 
     def usage_out_of_bounds(self, upstream: str, dimension: str) -> None:
         """A backend's usage count (``prompt_tokens``, ``completion_tokens``) was clamped."""
@@ -123,8 +124,9 @@ class GatewayMetrics:
     def collect(self):
         decisions = CounterMetricFamily("tokenward_decisions", "Requests by route, deciding stage and reason",
                                         labels=["route", "stage", "reason", "tenant"])
-        for key, count in list(self.decisions.items()):
-            decisions.add_metric(list(key), count)
+        key: tuple[str, ...]   # each family's label values
+        for key, decided in list(self.decisions.items()):
+            decisions.add_metric(list(key), decided)
         yield decisions
         count = CounterMetricFamily("tokenward_stage_calls", "Stage runs", labels=["stage"])
         seconds = CounterMetricFamily("tokenward_stage_seconds", "Time spent in each stage", labels=["stage"])
@@ -170,13 +172,13 @@ class GatewayMetrics:
             screened.add_metric(list(key), value)
         yield screened
         scores = HistogramMetricFamily("tokenward_screening_score", "Screener scores", labels=["kind", "detector"])
-        for key, slot in list(self.scores.items()):
+        for key, score_slot in list(self.scores.items()):
             buckets, running = [], 0.0
-            for bound, count in zip(self.SCORE_BUCKETS, slot):
-                running += count
+            for bound, in_bucket in zip(self.SCORE_BUCKETS, score_slot):
+                running += in_bucket
                 buckets.append((str(bound), running))
             buckets.append(("+Inf", running))
-            scores.add_metric(list(key), buckets, slot[-1])
+            scores.add_metric(list(key), buckets, score_slot[-1])
         yield scores
         yield from self._collect_cache()
         streams = GaugeMetricFamily("tokenward_open_streams", "Open streams per tenant", labels=["tenant"])
@@ -220,7 +222,8 @@ def _ns_buckets(slot: list[int]) -> tuple[list[tuple[str, float]], int]:
     """Cumulative (le, count) pairs in seconds from a time histogram's slot, and the count.
     Bit length b holds the values of 2**(b-1) to 2**b - 1 ns, so the bucket up to
     (2**b - 1) ns is everything through slot b."""
-    buckets, running, b = [], sum(slot[:EXPORTED_BITS.start]), EXPORTED_BITS.start
+    buckets: list[tuple[str, float]] = []
+    running, b = sum(slot[:EXPORTED_BITS.start]), EXPORTED_BITS.start
     for b in EXPORTED_BITS:
         running += slot[b]
         buckets.append((str(((1 << b) - 1) / 1e9), running))

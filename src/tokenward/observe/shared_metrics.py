@@ -117,7 +117,7 @@ class WorkerMetrics:
         return merged(texts)
 
     def _peers(self) -> list[int]:
-        pids = []
+        pids: list[int] = []
         try:
             names = os.listdir(self.dir)
         except OSError:
