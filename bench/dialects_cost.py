@@ -1,6 +1,7 @@
 """What a translated request adds over the same chat request: CPU per request, side by side.
 
     python bench/dialects_cost.py [--requests 2000] [--rounds 5] [--chunks 16]
+    python bench/dialects_cost.py --parts
 
 The whole pipeline in-process (bench/full.yaml, memory store, a stub backend that answers
 at once, as bench/inproc.py and bench/content_cost.py do): the same conversation sent as
@@ -130,9 +131,44 @@ async def main(args) -> None:
         print(f"  {label:24s} {value:8.1f} us   {value - base:+7.1f} us vs chat ({(value / base - 1) * 100:+.0f}%)")
 
 
+def parts(n: int = 20000) -> None:
+    """The translation's own pieces, alone: parse + translate + encode the request, write
+    the answer back, rewrite the rate-limit headers in Anthropic's convention."""
+    from backend import CHAT_BODY
+    from tokenward.dialects import common, messages_schema, messages_translate, ratelimit
+    from tokenward.dialects import responses_schema, responses_translate
+
+    for name, parse, translate, answer in (
+            ("responses", responses_schema.parse, responses_translate, responses_translate.response_from_chat),
+            ("messages", messages_schema.parse, messages_translate, messages_translate.message_from_chat)):
+        body = bodies(False)[name][1]
+        started = time.process_time()
+        for _ in range(n):
+            parsed = parse(body)
+            common.encode(translate.chat_request(parsed))
+        middle = time.process_time()
+        for _ in range(n):
+            common.encode(answer(CHAT_BODY, parsed))
+        done = time.process_time()
+        print(f"  {name:10s} parse + translate {(middle - started) * 1e6 / n:5.1f} us, "
+              f"answer back {(done - middle) * 1e6 / n:5.1f} us")
+    headers = [(b"x-ratelimit-limit-requests", b"100"), (b"x-ratelimit-remaining-requests", b"99"),
+               (b"x-ratelimit-reset-requests", b"20ms"), (b"x-ratelimit-limit-tokens", b"100000"),
+               (b"x-ratelimit-remaining-tokens", b"99000"), (b"x-ratelimit-reset-tokens", b"6m0s")]
+    started = time.process_time()
+    for _ in range(n):
+        ratelimit.anthropic_from_openai(headers, 1.8e9)
+    print(f"  anthropic rate-limit headers {(time.process_time() - started) * 1e6 / n:5.1f} us")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--chunks", type=int, default=16)
-    asyncio.run(main(parser.parse_args()))
+    parser.add_argument("--parts", action="store_true", help="only the translation's own pieces")
+    arguments = parser.parse_args()
+    if arguments.parts:
+        parts()
+    else:
+        asyncio.run(main(arguments))

@@ -154,15 +154,20 @@ class TranslatedAnswer:
 
 
 class DialectSend:
-    """The request's ASGI ``send`` with the dialect's headers and refusal envelope."""
+    """The request's ASGI ``send`` with the dialect's headers and refusal envelope.
 
-    __slots__ = ("_send", "dialect", "_clock", "_held")
+    A response head is held until its first body message, so a whole answer leaves in one
+    call of the server's ``respond_now`` (its fast path, when the wrapped ``send`` is the
+    gateway's own server's) and a refusal's body can be rewritten with its length."""
+
+    __slots__ = ("_send", "dialect", "_clock", "_held", "_respond_now")
 
     def __init__(self, send: Send, dialect: str, clock: Clock) -> None:
         self._send = send
         self.dialect = dialect
         self._clock = clock
         self._held: dict[str, Any] | None = None
+        self._respond_now = getattr(getattr(send, "__self__", None), "respond_now", None)
 
     def _headers(self, status: int, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         if self.dialect == "messages":
@@ -175,17 +180,24 @@ class DialectSend:
         kind = message["type"]
         if kind == "http.response.start":
             status = message["status"]
-            message = {**message, "headers": self._headers(status, list(message.get("headers") or ()))}
-            if status >= 400 and self.dialect == "messages":
-                self._held = message     # the body follows: rewritten into Anthropic's envelope
+            self._held = {**message, "headers": self._headers(status, list(message.get("headers") or ()))}
+            return
+        start = self._held
+        if kind == "http.response.body" and start is not None:
+            self._held = None
+            status, headers = start["status"], start["headers"]
+            body = message.get("body", b"")
+            whole = not message.get("more_body", False)
+            if whole and status >= 400 and self.dialect == "messages":
+                body = self._anthropic(status, body)
+                headers = [(k, v) for k, v in headers if k != b"content-length"]
+                headers.append((b"content-length", b"%d" % len(body)))
+                start["headers"] = headers
+                message = {**message, "body": body}
+            respond_now = self._respond_now
+            if whole and respond_now is not None and respond_now(status, headers, body):
                 return
-        elif kind == "http.response.body" and self._held is not None:
-            start, self._held = self._held, None
-            body = self._anthropic(start["status"], message.get("body", b""))
-            start["headers"] = [(k, v) for k, v in start["headers"] if k != b"content-length"]
-            start["headers"].append((b"content-length", b"%d" % len(body)))
             await self._send(start)
-            message = {**message, "body": body}
         await self._send(message)
 
     @staticmethod

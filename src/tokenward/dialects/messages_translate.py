@@ -58,9 +58,10 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
 # -- request -------------------------------------------------------------------------
 
 
-def chat_request(parsed: Parsed) -> dict[str, Any]:
-    """The chat-completions request for a Messages (or count_tokens) request."""
-    problems = unsupported(parsed)
+def chat_request(parsed: Parsed, checked: bool = False) -> dict[str, Any]:
+    """The chat-completions request for a Messages (or count_tokens) request.
+    ``checked``: the caller already asked ``unsupported``."""
+    problems = [] if checked else unsupported(parsed)
     if problems:
         raise problems[0].refusal()
     req = parsed.request

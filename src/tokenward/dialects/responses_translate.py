@@ -88,9 +88,10 @@ def _unsupported_items(parsed: Parsed) -> list[Unsupported]:
 # -- request -------------------------------------------------------------------------
 
 
-def chat_request(parsed: Parsed) -> dict[str, Any]:
-    """The chat-completions request for a Responses request (a ``Refusal`` if none exists)."""
-    problems = unsupported(parsed)
+def chat_request(parsed: Parsed, checked: bool = False) -> dict[str, Any]:
+    """The chat-completions request for a Responses request (a ``Refusal`` if none exists).
+    ``checked``: the caller already asked ``unsupported``."""
+    problems = [] if checked else unsupported(parsed)
     if problems:
         raise problems[0].refusal()
     req = parsed.request

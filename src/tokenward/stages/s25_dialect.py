@@ -148,12 +148,14 @@ class DialectStage(BaseStage):
             native = not count_tokens and dialect in self._native.get(model, ())
             if gaps and not native:
                 return gaps[0].refusal()
-            viewed = _stateless(dialect, parsed) if gaps else parsed
             translate = responses_translate if dialect == "responses" else messages_translate
-            remaining = translate.unsupported(viewed)
-            if remaining:
-                return _not_yet(remaining[0])
-            chat = translate.chat_request(viewed)
+            viewed = parsed
+            if gaps:
+                viewed = _stateless(dialect, parsed)
+                remaining = translate.unsupported(viewed)
+                if remaining:
+                    return _not_yet(remaining[0])
+            chat = translate.chat_request(viewed, checked=True)
         except Refusal as refusal:
             return refusal
         if count_tokens:
