@@ -92,7 +92,8 @@ class JwtVerifier:
         alg = header.get("alg")
         if alg not in _ASYMMETRIC:
             raise TokenRejected(f"token algorithm {alg!r} is not accepted")
-        issuer = self.issuers.get(unverified.get("iss")) if isinstance(unverified.get("iss"), str) else None
+        iss = unverified.get("iss")
+        issuer = self.issuers.get(iss) if isinstance(iss, str) else None
         if issuer is None:
             raise TokenRejected("token issuer is not trusted")
         if alg not in issuer.algorithms:

@@ -14,11 +14,19 @@ keeps a lookup that raced with an invalidation from caching what it read.
 from __future__ import annotations
 
 import asyncio
+import enum
 import time
-from typing import Awaitable, Callable, Generic, TypeVar
+from typing import Awaitable, Callable, Final, Generic, Literal, TypeVar
 
 T = TypeVar("T")
-MISS = object()
+
+
+class _Miss(enum.Enum):
+    MISS = enum.auto()
+
+
+# Not cached (or expired): a sentinel of its own type, so ``is MISS`` narrows for mypy.
+MISS: Final = _Miss.MISS
 MAX_TTL_WITHOUT_INVALIDATION_S = 1.0
 
 
@@ -31,7 +39,7 @@ class KeyCache(Generic[T]):
         self._max_entries = max_entries
         self._clock = clock
         self._entries: dict[str, tuple[T | None, float]] = {}
-        self._inflight: dict[str, asyncio.Future] = {}
+        self._inflight: dict[str, asyncio.Future[T | None]] = {}
         self._generation = 0
         self.loads = 0
 
@@ -41,7 +49,7 @@ class KeyCache(Generic[T]):
         # Entries cached under the other regime may have missed an announcement.
         self.clear()
 
-    def fresh(self, key_id: str) -> T | None | object:
+    def fresh(self, key_id: str) -> T | None | Literal[_Miss.MISS]:
         """The cached value (``None`` = known not to exist), or ``MISS``."""
         entry = self._entries.get(key_id)
         if entry is not None and entry[1] > self._clock():
