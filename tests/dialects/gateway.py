@@ -2,7 +2,8 @@
 
 Tenants: ``team`` (tools ``get_weather`` allowed, real token counts with tiktoken),
 ``rpm1`` (one request a minute: the second is a budget refusal), ``screened`` (the
-heuristic injection detector and personal data in ``tokenize`` mode).
+heuristic injection detector and personal data in ``tokenize`` mode), ``cached`` (the
+response cache on).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import yaml
 
 from tests.support import MockBackend, RunningGateway, gateway_in_process, mock_backend
 
-TENANTS = ("team", "rpm1", "screened")
+TENANTS = ("team", "rpm1", "screened", "cached")
 MODEL = "small-chat"
 
 
@@ -30,7 +31,8 @@ def config(mock_url: str, tmp_path: Any, dialects: tuple[str, ...] = ("chat",)) 
         "screening": {"policies": {"strict": {"injection": {"detector": "heuristic"},
                                               "pii": {"mode": "tokenize"}}}},
         "plans": {"team": plan, "rpm1": {**plan, "requests_per_minute": 1},
-                  "screened": {**plan, "screening": "strict"}},
+                  "screened": {**plan, "screening": "strict"}, "cached": {**plan, "cache": True}},
+        "cache": {"store": "memory"},
         "tenants": {name: {"plan": name} for name in TENANTS},
         "keystore": {"url": f"sqlite:///{tmp_path}/keys.db"},
         "logging": {"decisions": str(tmp_path / "decisions.jsonl")},

@@ -169,3 +169,18 @@ async def test_a_native_stream_without_usage_is_counted(running):
     assert record["usage"]["source"] == "counted"
     assert record["usage"]["completion_tokens"] == len(load_encoding("o200k_base").encode("tok " * 16))
     assert record["usage"]["prompt_tokens"] == record["notes"]["budget"]["estimated_input"]
+
+
+async def test_a_native_answer_is_never_cached(running):
+    """The cache keeps chat answers; a native one is in the dialect's own shape, so a request
+    that may go natively skips the cache (x-tokenward-cache: bypass) and a chat request with
+    the same chat view never gets a Responses body."""
+    backend, gw = running
+    sdk = openai_client(gw, "cached")
+    for _ in range(2):
+        raw = await sdk.responses.with_raw_response.create(model=MODEL, input="hello there", max_output_tokens=40)
+        assert raw.headers["x-tokenward-cache"] == "bypass" and raw.parse().output_text == "tok " * 16
+    assert await by_path(backend) == {"/v1/responses": 2}
+    chat = await sdk.chat.completions.create(model=MODEL, max_tokens=40, messages=[{"role": "user", "content": "hello there"}])
+    assert chat.object == "chat.completion" and chat.choices[0].message.content == "tok " * 16
+    assert (await by_path(backend))["/v1/chat/completions"] == 1

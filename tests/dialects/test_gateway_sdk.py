@@ -182,3 +182,20 @@ async def test_messages_tool_use_round_trip(running, stream):
         assistant["tool_calls"][0]["function"]["arguments"]) == {"echo": QUESTION}
     assert result == {"role": "tool", "tool_call_id": use.id, "content": "18C, sunny"}
     assert second.content[0].text == QUESTION and second.stop_reason == "end_turn"
+
+
+async def test_a_translated_request_is_cached_as_its_chat_view(running):
+    """The cache keeps the chat answer: the same conversation as chat, Responses or Messages
+    is one entry, each client getting it in its own API."""
+    backend, gw = running
+    chat = await openai_client(gw, "cached").chat.completions.create(
+        model=MODEL, max_tokens=40, messages=[{"role": "user", "content": "hello there"}])
+    raw = await openai_client(gw, "cached").responses.with_raw_response.create(
+        model=MODEL, input="hello there", max_output_tokens=40)
+    assert raw.headers["x-tokenward-cache"] == "hit" and raw.parse().output_text == chat.choices[0].message.content
+    async with anthropic_client(gw, "cached") as sdk:
+        async with sdk.messages.stream(model=MODEL, max_tokens=40,
+                                       messages=[{"role": "user", "content": "hello there"}]) as events:
+            final = await events.get_final_message()
+    assert final.content[0].text == chat.choices[0].message.content
+    assert await backend.requests() == 1      # only the chat request reached the backend

@@ -52,6 +52,7 @@ COUNT_TOKENS = "/v1/messages/count_tokens"
 DIALECTS = {"/v1/responses": "responses", "/v1/messages": "messages", COUNT_TOKENS: "messages"}
 # the backend's path when the upstream serves the dialect itself
 NATIVE_PATHS = {"responses": "/responses", "messages": "/messages"}
+NO_STORE = (b"cache-control", b"no-store")
 
 
 class DialectRoute:
@@ -163,6 +164,10 @@ class DialectStage(BaseStage):
         translated = encode(chat)
         ctx.body = translated
         ctx.route = dialect_route = DialectRoute(route, dialect, native, original, translated, bool(gaps))
+        if native:
+            # the cache keeps chat answers; a native one is in the dialect's shape: no lookup,
+            # no storage (the cache stage reads the first cache-control header)
+            ctx.headers = [NO_STORE, *ctx.headers]
         if count_tokens:
             return None
         answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock)
