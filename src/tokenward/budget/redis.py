@@ -129,7 +129,7 @@ def _record_keys(record: bytes) -> list[str]:
     return text[text.index(b"\n") + 1:].decode().split(" ")
 
 
-def _decode_value(raw: bytes) -> object:
+def _decode_value(raw: bytes) -> policy.Stored:
     kind = raw[0]
     if kind == 5:
         return decode_job(raw)
@@ -269,7 +269,7 @@ class RedisStore(RedisJobs):
                 out.append(old.decode().split(" ") if old is not None else None)
         return out
 
-    async def value(self, key: str) -> object:
+    async def value(self, key: str) -> policy.Stored:
         namespace = namespace_of(key)
         name = key[len(namespace) + 1:]
         whole, period_less = await self.run_keyed([(key, pack(b"HGET", namespace, name)),
@@ -280,7 +280,7 @@ class RedisStore(RedisJobs):
             return _decode_value(period_less)
         return await self._legacy_value(key)
 
-    async def _legacy_value(self, key: str) -> object:
+    async def _legacy_value(self, key: str) -> policy.Stored:
         # Two reads, not atomic: a key settled in between reads as gone.
         [kind] = await self.run_keyed([(key, pack(b"TYPE", key))])
         if kind == b"hash":

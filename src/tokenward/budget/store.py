@@ -126,8 +126,8 @@ class BudgetStore(Protocol):
     async def record_keys(self, record_keys: Sequence[str]) -> list[list[str] | None]:
         """The check keys a reservation recorded (None when it is gone)."""
 
-    async def value(self, key: str) -> object:
-        """A stored value as policy sees it (bucket tuple, int, or None); for tests and tools."""
+    async def value(self, key: str) -> policy.Stored:
+        """A stored value as policy sees it (bucket tuple, int, JobValue or None); for tests and tools."""
 
     async def sweep(self, namespaces: Sequence[str], cursors: Sequence[int], now_ms: int,
                     count: int) -> list[tuple[int, int]]:

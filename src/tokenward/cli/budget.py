@@ -14,28 +14,31 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 import typer
+
+if TYPE_CHECKING:
+    from ..budget.policy import Check, Stored
 
 budget_app = typer.Typer(no_args_is_help=True, help="Read a tenant's budgets from the shared store (Redis).")
 
 _UNITS = {"t": "tokens", "c": "micro-USD", "r": "requests", "s": "slots"}
 
 
-def _describe(name: str, check, value: object, now_ms: int) -> dict[str, Any]:
+def _describe(name: str, check: Check, value: Stored, now_ms: int) -> dict[str, Any]:
     from ..budget import policy
 
     row: dict[str, Any] = {"limit": name, "enforced": bool(check.enforce)}
     if check.kind in (policy.BUCKET, policy.SOFT):
-        level = policy.refill(value, check.p1, check.p2, now_ms)[0]  # type: ignore[arg-type]
+        level = policy.refill(cast("policy.BucketState | None", value), check.p1, check.p2, now_ms)[0]
         row.update(kind="rate", unit=_UNITS[check.unit], available=level // policy.SCALE,
                    capacity=check.p1 // policy.SCALE, per_minute=check.p2,
                    full_in_ms=policy.full_after_ms(level, check.p1, check.p2))
     elif check.kind == policy.GAUGE:
-        row.update(kind="gauge", unit=_UNITS[check.unit], held=int(value or 0), limit_value=check.p1)
+        row.update(kind="gauge", unit=_UNITS[check.unit], held=int(cast("int | None", value) or 0), limit_value=check.p1)
     else:
-        row.update(kind="spend", unit="micro-USD", spent=int(value or 0), cap=check.p1)
+        row.update(kind="spend", unit="micro-USD", spent=int(cast("int | None", value) or 0), cap=check.p1)
     return row
 
 

@@ -54,7 +54,9 @@ async def _still_valid(store, plaintext: str, tenant: str) -> bool:
     from ..keys.model import ACTIVE
 
     parsed = keyformat.parse_key(plaintext)
-    record = await store.get(parsed.key_id) if parsed is not None else None
+    if parsed is None:
+        return False
+    record = await store.get(parsed.key_id)
     return (record is not None and record.tenant == tenant and record.state_at(time.time()) == ACTIVE
             and keyformat.matches(parsed, bytes.fromhex(record.secret_hash)))
 

@@ -50,6 +50,8 @@ class Reloader:
         except ConfigError as exc:
             raise ReloadFailed(f"{self.config_path}: {exc}") from None
         old = server.app
+        if not isinstance(old, Gateway):
+            raise ReloadFailed("the server runs an app other than the gateway: nothing to reload")
         fixed = _changed_fixed(old.config, config)
         if fixed:
             raise ReloadFailed(f"{', '.join(fixed)} cannot change without a restart")

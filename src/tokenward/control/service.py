@@ -7,12 +7,15 @@ refresh here and publish) and in the CLI (announce: publish only).
 
 from __future__ import annotations
 
-from typing import Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from ..config.abuse import ACTIONS
 from . import repo as q
 from .model import AUTOMATIC, CANCEL, EXEMPT, PAUSE, Control, ControlError, parse_appeal, parse_capability
 from .repo import ControlRepo
+
+if TYPE_CHECKING:
+    from ..keys.store import KeyStore
 
 # announce(kind, control): "changed" after any change, "cancel" for a cancel event
 Announce = Callable[[str, Control], Awaitable[int | None]]
@@ -57,6 +60,7 @@ class ControlOps:
         self.tenants = tenants
         self.models = models
         self.heard = 0   # processes that heard the last announcement (0 without Redis)
+        self.keys: KeyStore | None = None   # where a caller that has one (the CLI) looks keys up
 
     def _tenant(self, tenant: str) -> str:
         if tenant not in self.tenants:

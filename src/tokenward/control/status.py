@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -164,20 +164,20 @@ def _windowed(totals: dict[tuple[str, str], int], snaps: list, window: float) ->
     return out
 
 
-def _row(name: str, check, value: object, now_ms: int) -> dict:
+def _row(name: str, check: policy.Check, value: policy.Stored, now_ms: int) -> dict[str, Any]:
     row: dict[str, Any] = {"limit": name, "enforced": bool(check.enforce)}
     if check.kind in (policy.BUCKET, policy.SOFT):
-        level = policy.refill(value, check.p1, check.p2, now_ms)[0]  # type: ignore[arg-type]
+        level = policy.refill(cast("policy.BucketState | None", value), check.p1, check.p2, now_ms)[0]
         capacity = check.p1 // policy.SCALE
         row.update(kind="rate", used=capacity - level // policy.SCALE, limit_value=capacity, unit=_unit(check))
     elif check.kind == policy.GAUGE:
-        row.update(kind="held", used=int(value or 0), limit_value=check.p1, unit=_unit(check))
+        row.update(kind="held", used=int(cast("int | None", value) or 0), limit_value=check.p1, unit=_unit(check))
     else:
-        row.update(kind="spend", used=int(value or 0) / 1e6, limit_value=check.p1 / 1e6, unit="USD")
+        row.update(kind="spend", used=int(cast("int | None", value) or 0) / 1e6, limit_value=check.p1 / 1e6, unit="USD")
     return row
 
 
-def _unit(check) -> str:
+def _unit(check: policy.Check) -> str:
     return {policy.TOKENS: "tokens", policy.COST: "micro-USD", policy.REQUEST: "requests",
             policy.SLOT: "open requests"}.get(check.unit, "")
 

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import builtins  # the classes below define a method named list, which hides the builtin in later annotations
 import time
-from typing import Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from ..errors import ConfigError
 from .model import AuditRecord, KeyRecord
+
+if TYPE_CHECKING:
+    from .sql import SqlKeyStore
 
 
 class KeyStore(Protocol):
@@ -53,7 +56,7 @@ def engine_url(url: str) -> str:
     raise ConfigError("keystore.url", f"unsupported database {scheme!r}: use sqlite:/// or postgresql://")
 
 
-async def open_keystore(url: str, clock: Callable[[], float] = time.time) -> KeyStore:
+async def open_keystore(url: str, clock: Callable[[], float] = time.time) -> SqlKeyStore:
     from .sql import SqlKeyStore
 
     return await SqlKeyStore.open(engine_url(url), clock=clock)
