@@ -47,6 +47,8 @@ class Counter:
     name_overhead = 1
     reply_overhead = 8
     template: str | None = None   # the chat template family the overheads come from
+    # per message class, its overhead + role tokens: set on first use (tokenize/requests.py)
+    _message_costs: dict[type, int]
 
     def lower_bound(self, tokens: int) -> int:
         """The fewest tokens a prompt this counter counted as ``tokens`` can really be."""

@@ -28,7 +28,7 @@ from ..validation.schemas import (
 )
 from .counters import Counter
 
-_ROLES = {SystemMessage: "system", DeveloperMessage: "developer", UserMessage: "user",
+_ROLES: dict[type, str] = {SystemMessage: "system", DeveloperMessage: "developer", UserMessage: "user",
           AssistantMessage: "assistant", ToolMessage: "tool"}
 # JSON punctuation around a tool definition or a tool call, beyond the counted strings.
 _TOOL_FRAME = 8

@@ -51,7 +51,7 @@ FAMILIES = tuple(TEMPLATES)
 
 
 def _literal_pieces(message: str) -> list[str]:
-    pieces = []
+    pieces: list[str] = []
     for part in message.split("{content}"):
         pieces.extend(p for p in part.split("{role}") if p)
     return pieces
