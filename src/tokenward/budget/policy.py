@@ -39,7 +39,7 @@ charge in full only if the lease has expired (the reconciler).
 from __future__ import annotations
 
 import datetime as _dt
-from typing import NamedTuple, Sequence, Union, cast
+from typing import Any, NamedTuple, Sequence, Union, cast
 
 SCALE = 60_000  # milliseconds per minute: a per-minute limit refills that many scaled units per ms
 
@@ -133,6 +133,9 @@ def reserve(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence
     retry = 0
     shadow: list[int] = []
     carry = -1   # what a soft check left for the check after it (-1: nothing pending)
+    # Each state's type follows its check's kind; read untyped rather than through
+    # typing.cast, a function call per check of every request.
+    stored: Sequence[Any] = states
     for i in range(n):
         _key, kind, _unit, p1, p2, enforce = checks[i]
         # The check after a soft one takes what it left; its own amount is the same total.
@@ -140,7 +143,7 @@ def reserve(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence
         carry = -1
         fits = True
         if kind == BUCKET or kind == SOFT:
-            level, ts = refill(cast("BucketState | None", states[i]), p1, p2, now_ms)
+            level, ts = refill(stored[i], p1, p2, now_ms)
             scaled = need * SCALE
             if kind == SOFT:
                 take = min(level // SCALE, need)
@@ -158,7 +161,7 @@ def reserve(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence
             new_states[i] = (level, ts)
             levels[i] = level
         else:
-            current = cast("int | None", states[i]) or 0
+            current = stored[i] or 0
             fits = current + need <= p1
             if fits or not enforce:
                 debits[i] = need
@@ -280,6 +283,7 @@ def settle(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence[
     out: list[Stored] = [None] * len(checks)
     attributed = 0
     void, on_usage = mode == VOID, mode == SETTLE
+    stored: Sequence[Any] = states   # as in reserve: no typing.cast call per check
     for i, (_key, kind, unit, p1, p2, _enforce) in enumerate(checks):
         debit = debits[i]
         # actual_for, inlined: this runs once per check of every request
@@ -299,13 +303,13 @@ def settle(states: Sequence[Stored], checks: Sequence[Check], amounts: Sequence[
             if kind == SOFT:
                 attributed = min(max(actual, 0), debit)
                 actual = attributed
-            level, ts = refill(cast("BucketState | None", states[i]), p1, p2, now_ms)
+            level, ts = refill(stored[i], p1, p2, now_ms)
             level += (debit - actual) * SCALE
             out[i] = (min(max(level, 0), p1), ts)
         elif kind == GAUGE:
-            out[i] = max((cast("int | None", states[i]) or 0) - debit, 0)
+            out[i] = max((stored[i] or 0) - debit, 0)
         else:
-            out[i] = max((cast("int | None", states[i]) or 0) + actual - debit, 0)
+            out[i] = max((stored[i] or 0) + actual - debit, 0)
     return out
 
 
