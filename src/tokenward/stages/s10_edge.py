@@ -110,7 +110,7 @@ async def read_body(ctx: RequestContext) -> Refusal | None:
     if not message.get("more_body", False) and message["type"] == "http.request":
         if len(body) > cap:
             return _too_large(cap)
-        ctx.body = body
+        ctx.parsed.replace(body)
         return None
     size = len(body)
     if size > cap:
@@ -127,7 +127,7 @@ async def read_body(ctx: RequestContext) -> Refusal | None:
         parts.append(chunk)
     if message["type"] == "http.disconnect":
         return Refusal(Reason.client_disconnected, "client went away while sending the body")
-    ctx.body = b"".join(parts)
+    ctx.parsed.replace(b"".join(parts))
     return None
 
 

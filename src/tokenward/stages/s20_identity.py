@@ -14,7 +14,7 @@ whatever its body is doing. Only then is the body's ``user`` field read.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
@@ -25,7 +25,6 @@ from ..identity.jwt import JwtVerifier, TokenRejected
 from ..assemble.identity import open_identity, tenant_plans
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
-from ..wire.request_body import BodyPeek
 from .s10_edge import read_body
 
 if TYPE_CHECKING:
@@ -61,7 +60,7 @@ def _credential(headers: list[tuple[bytes, bytes]]) -> str | None | Refusal:
     return raw.decode("latin-1") if raw else ""
 
 
-def _end_user(peek: BodyPeek | None) -> str | None:
+def _end_user(peek: Any) -> str | None:   # a BodyPeek (wire/request_body.py) or None
     user = peek.user if peek is not None else None
     return user if isinstance(user, str) and 0 < len(user) <= MAX_END_USER_CHARS else None
 
@@ -92,11 +91,11 @@ class IdentityStage(BaseStage):
         if result.__class__ is Refusal:
             return result
         ctx.principal = result
-        if not ctx.body:
+        if not ctx.parsed.raw:
             refusal = await read_body(ctx)
             if refusal is not None:
                 return refusal
-        if ctx.body:
+        if ctx.parsed.raw:
             end_user = _end_user(ctx.parsed.peek())
             if end_user is not None:
                 result = msgspec.structs.replace(result, end_user=end_user)

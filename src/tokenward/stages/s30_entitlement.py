@@ -85,7 +85,7 @@ class EntitlementStage(BaseStage):
         if rules is None:
             rules = self.rules[principal.tenant] = TenantRules(principal.plan)
         entitlement = rules.entitlement(principal.scopes)
-        if ctx.body:
+        if ctx.parsed.raw:
             peek = ctx.parsed.peek()   # None: validation refuses the body with the precise error
             if peek is not None:
                 refusal = self._check(ctx, rules, entitlement, peek)

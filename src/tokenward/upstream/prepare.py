@@ -88,7 +88,7 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     wants_usage = stream and _include_usage(options) is True
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):
-        return UpstreamCall(target, upstream_path, ctx.body, stream, wants_usage)
+        return UpstreamCall(target, upstream_path, ctx.parsed.raw, stream, wants_usage)
     payload = dict(_members(ctx))
     if target.renames:
         payload["model"] = target.backend_model

@@ -96,9 +96,6 @@ class RequestBody:
     def __init__(self, raw: bytes = b"") -> None:
         self.raw = raw
         self.version = 0
-        self._clear()
-
-    def _clear(self) -> None:
         self._peek: Any = None
         self._tree: dict[str, Any] | None = None
         self._members: dict[str, Any] | None = None
@@ -107,9 +104,10 @@ class RequestBody:
 
     def replace(self, raw: bytes) -> None:
         """New bytes for the body: the next version, with no view decoded yet."""
+        # the views cleared here, not in a helper: once per request at least (the edge)
         self.raw = raw
         self.version += 1
-        self._clear()
+        self._peek = self._tree = self._members = self._typed = self._typed_by = None
 
     def rewrite(self, tree: dict[str, Any]) -> None:
         """The body becomes ``tree`` encoded; the tree stays as that version's ``tree()``."""
