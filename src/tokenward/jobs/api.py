@@ -15,9 +15,10 @@ import msgspec
 
 from ..errors import Reason, Refusal
 from ..http.bodies import read_bounded
-from ..http.responses import send_json, send_refusal
+from ..http.responses import JSON
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
+from ..pipeline.outbound import Outbound
 from .book import JobBook
 from .terms import decode_request, well_formed
 
@@ -41,14 +42,17 @@ class JobsApi:
             status, body = await self._handle(ctx)
         except Refusal as refusal:
             status, body = refusal.status, refusal
+        # the same way out as a completion's (pipeline/outbound.py): no stage registered a
+        # transform here, but the headers identity set (a clamped key, a rate limit) go out
+        out = ctx.outbound = Outbound(send, (), request_id.encode(), ctx.response_headers)
         if isinstance(body, Refusal):
-            ctx.reason, ctx.status = body.reason.name, body.status
+            ctx.refused_by("jobs", body)
             ctx.lifecycle.move(State.REJECTED)
-            await send_refusal(send, body, request_id.encode())
+            await out.refusal(body)
         else:
             ctx.status = status
             ctx.lifecycle.move(State.ANSWERED)
-            await send_json(send, status, _encode(body), request_id.encode())
+            await out.whole(status, [JSON, (b"x-request-id", out.request_id)], _encode(body))
         self.finish(ctx)
 
     async def _handle(self, ctx: RequestContext) -> tuple[int, dict | Refusal]:

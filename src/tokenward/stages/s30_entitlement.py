@@ -1,7 +1,8 @@
 """Entitlement: which fields this caller may set, per the tenant's plan and the key's scope.
 
-Runs before validation, so it reads the body through the lenient peek of ``peek.py``
-(decoded once, shared with identity). A body that does not fit even that peek is admitted here: the strict schema
+Runs before validation, so it reads the body through its lenient peek
+(wire/request_body.py: decoded once per version of the body, shared with identity and the
+control stage). A body that does not fit even that peek is admitted here: the strict schema
 in validation refuses it with the precise error. Decisions:
 
 - model in the plan (``model_not_entitled``) and in the key's scope (``key_scope_denied``);
