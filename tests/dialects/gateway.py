@@ -23,7 +23,8 @@ MODEL = "small-chat"
 
 
 def config(mock_url: str, tmp_path: Any, dialects: tuple[str, ...] = ("chat",)) -> str:
-    plan = {"models": [MODEL], "max_output_tokens": 512, "allow_tools": ["get_weather"], "tokens_per_minute": 1_000_000}
+    plan = {"models": [MODEL], "max_output_tokens": 512, "allow_tools": ["get_weather"], "tokens_per_minute": 1_000_000,
+            "allow_files": ["image/png"]}
     raw = {
         "upstreams": {"mock": {"base_url": mock_url, "forward_headers": ["x-mock-*"], "read_timeout_s": 10,
                                "dialects": list(dialects)}},

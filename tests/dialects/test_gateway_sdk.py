@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 
+import anthropic
+import openai
 import pytest
 
 from tokenward.tokenize.tiktoken_files import load_encoding
@@ -199,3 +201,55 @@ async def test_a_translated_request_is_cached_as_its_chat_view(running):
             final = await events.get_final_message()
     assert final.content[0].text == chat.choices[0].message.content
     assert await backend.requests() == 1      # only the chat request reached the backend
+
+
+# -- a stream cut short ------------------------------------------------------------------------
+
+
+async def test_a_stream_cut_short_ends_with_the_dialects_error_event(running):
+    """The backend dies after a few chunks: each SDK raises the gateway's in-band error,
+    written as its API's ``error`` event, after the text that did arrive."""
+    backend, gw = running
+    die = {"x-mock-die-after": "4"}
+    texts = []
+    with pytest.raises(openai.APIError) as caught:
+        async with openai_client(gw, **die).responses.stream(model=MODEL, input="hello there",
+                                                               max_output_tokens=60) as events:
+            async for event in events:
+                if event.type == "response.output_text.delta":
+                    texts.append(event.delta)
+    assert texts and "request req_" in str(caught.value)
+    record = gw.decisions()[-1]
+    assert record["route"] == "/v1/responses" and record["reason"] in ("upstream_unavailable", "upstream_truncated")
+    async with anthropic_client(gw, **die) as sdk:
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            async with sdk.messages.stream(model=MODEL, max_tokens=60,
+                                           messages=[{"role": "user", "content": "hello there"}]) as stream:
+                async for _ in stream:
+                    pass
+    assert raised.value.body["error"]["code"] == record["reason"]
+    assert raised.value.body["error"]["type"] == "api_error"
+
+
+# -- images ------------------------------------------------------------------------------------
+
+# a 1x1 PNG
+PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==")
+
+
+async def test_images_reach_the_backend_as_chat_image_parts(running):
+    backend, gw = running
+    url = f"data:image/png;base64,{PNG}"
+    await openai_client(gw).responses.create(model=MODEL, max_output_tokens=8, input=[{"role": "user", "content": [
+        {"type": "input_text", "text": "What is this?"}, {"type": "input_image", "image_url": url, "detail": "low"}]}])
+    sent = (await backend_body(backend))["messages"][0]["content"]
+    assert sent == [{"type": "text", "text": "What is this?"},
+                    {"type": "image_url", "image_url": {"url": url, "detail": "low"}}]
+    async with anthropic_client(gw) as sdk:
+        await sdk.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+            {"type": "text", "text": "What is this?"}]}])
+    sent = (await backend_body(backend))["messages"][0]["content"]
+    assert sent == [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "What is this?"}]
+    record = gw.decisions()[-1]
+    assert record["status"] == 200 and record["notes"]["dialect"] == "messages"
