@@ -51,6 +51,11 @@ _CLS, _SEP = 101, 102
 # erf by Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7): exact-GELU without scipy.
 _ERF_P = np.float32(0.3275911)
 _ERF_A = [np.float32(a) for a in (1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592)]
+# One BERT layer's weights: qkv (w, b), output (w, b), its LayerNorm (gamma, beta), intermediate
+# (w, b), output (w, b), its LayerNorm (gamma, beta).
+_Norm = tuple[np.ndarray, np.ndarray]
+_Layer = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, _Norm, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+               _Norm]
 
 
 class Abandoned(Exception):
@@ -132,7 +137,7 @@ class MiniLM:
         self.position = f32(w["embeddings.position_embeddings.weight"])
         self.token_type = f32(w["embeddings.token_type_embeddings.weight"][0])
         self.emb_ln = (f32(w["embeddings.LayerNorm.weight"]), f32(w["embeddings.LayerNorm.bias"]))
-        self.layers = []
+        self.layers: list[_Layer] = []
         for i in range(n_layers):
             p = f"encoder.layer.{i}."
             a = p + "attention."
@@ -203,7 +208,7 @@ class MiniLM:
             x = self._layer(x, layer, n, length, bias)
         return x.reshape(n, length, self.dim)
 
-    def _layer(self, x: np.ndarray, layer: tuple, n: int, length: int, bias: np.ndarray) -> np.ndarray:
+    def _layer(self, x: np.ndarray, layer: _Layer, n: int, length: int, bias: np.ndarray) -> np.ndarray:
         qkv_w, qkv_b, o_w, o_b, ln1, i_w, i_b, f_w, f_b, ln2 = layer
         h, d = self.heads, self.dim // self.heads
         qkv = x @ qkv_w
@@ -249,7 +254,7 @@ class _Graph:
         return self.op("LayerNormalization", x, *map(self.const, gamma_beta), axis=-1, epsilon=eps)
 
 
-def _onnx_layer(g: _Graph, x: str, layer: tuple, bias: str, heads: int, eps: float) -> str:
+def _onnx_layer(g: _Graph, x: str, layer: _Layer, bias: str, heads: int, eps: float) -> str:
     """One BERT layer, in the op pattern onnxruntime fuses (LayerNorm, erf-GELU)."""
     qkv_w, qkv_b, o_w, o_b, ln1, i_w, i_b, f_w, f_b, ln2 = layer
     d = qkv_w.shape[1] // 3 // heads
@@ -297,7 +302,8 @@ class OnnxMiniLM(MiniLM):
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self.session = onnxruntime.InferenceSession(model.SerializeToString(), options,
                                                     providers=["CPUExecutionProvider"])
-        self.layers, self.word, self.runtime = [], None, "onnxruntime"   # onnxruntime holds its own copy
+        self.layers, self.runtime = [], "onnxruntime"
+        del self.word   # onnxruntime holds its own copy
         del g, graph, model
         _trim_heap()
 

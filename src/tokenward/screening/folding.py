@@ -161,7 +161,8 @@ def fold(text: str) -> tuple[str, OffsetMap | list[int] | None]:
     if len(folded) == len(text) + sum(k - 1 for _, k in edits):
         return folded, OffsetMap(edits)
     # lower() changed a length (a character it expands): fold what is left one by one
-    parts, pos = [], 0
+    parts: list[str] = []
+    pos = 0
     for i, k in edits:
         parts += (text[pos:i], FOLD[ord(text[i])].replace(DROP, ""))
         pos = i + 1

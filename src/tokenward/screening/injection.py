@@ -55,11 +55,12 @@ WEIGHTS: dict[str, tuple[float, str]] = {
 _ACTIVE = frozenset(n for n, (_, fam) in WEIGHTS.items() if fam in "OPE") | {"address_ai", "indirect_when"}
 
 
-def _build() -> tuple[list[dict[str, str]], dict[str, int], re.Pattern, dict[str, str]]:
+def _build() -> tuple[list[dict[str, str]], dict[str, int], re.Pattern[str], dict[str | None, str]]:
     """Per set of closed gates (a bit per NEEDS entry whose words no token starts with), per
     first token, its word regex source ("" when every spec it starts is gated off; compiled
     on first use); per first token, the gates of its specs; the markup regex; group -> name."""
-    names: dict[str, str] = {}
+    # group -> name, keyed as Match.lastgroup is typed (every alternative is a named group: never None)
+    names: dict[str | None, str] = {}
 
     def group(name: str, body: str) -> str:
         if re.search(r"(?<!\\)\((?!\?)", body):
@@ -223,7 +224,10 @@ def _markup(s: str) -> list[tuple[int, int, str]]:
 
 def _spaced(s: str) -> list[tuple[int, int, str]]:
     """Signals spelled with separated letters (``i g n o r e``), offsets into ``s``."""
-    parts, idx, pos, spans = [], [], 0, []
+    parts: list[str] = []
+    idx: list[int] = []
+    spans: list[tuple[int, int]] = []
+    pos = 0
     for m in _SPACED.finditer(s):
         a, b = m.span()
         parts += (s[pos:a], s[a:b:2])
@@ -245,7 +249,8 @@ def _context(s: str, found: list[tuple[int, int, str]]) -> list[tuple[int, int, 
     only after some content, quoted triggers, instructions inside HTML comments."""
     if not found:
         return found
-    out = []
+    out: list[tuple[int, int, str]] = []
+    name: str | None
     for a, b, name in found:
         if name == "markdown":                            # an image/link whose query string carries data out
             q = s.find("?", a, b)

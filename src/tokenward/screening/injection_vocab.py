@@ -23,7 +23,10 @@ def entries(words: str) -> list[tuple[str, str]]:
     out = []
     for w in sorted(set(fold_pattern(words).split()), key=len, reverse=True):
         regex = r"\s+".join(re.escape(x) for x in w.rstrip("*").split("+")) + (r"\w*" if w.endswith("*") else "")
-        out.append((re.match(r"\w+", w).group(), regex))
+        first = re.match(r"\w+", w)
+        if first is None:
+            raise ValueError(f"vocabulary entry {w!r} does not start with a word")
+        out.append((first.group(), regex))
     return out
 
 

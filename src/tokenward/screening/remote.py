@@ -131,11 +131,16 @@ class RemoteInjection:
         return ScreenResult(round(max(scores, default=0.0), 4), spans)
 
     def _ask(self, loop: asyncio.AbstractEventLoop, text: str, key: bytes) -> asyncio.Future[float]:
-        for queued, fut in self._pending:                 # the same text twice in one window: one question
-            if queued == text and not fut.done():
-                return fut
+        for queued, asked in self._pending:               # the same text twice in one window: one question
+            if queued == text and not asked.done():
+                return asked
         fut: asyncio.Future[float] = loop.create_future()
-        fut.add_done_callback(lambda f: f.cancelled() or f.exception() or self._verdicts.put(key, f.result()))
+
+        def keep(f: asyncio.Future[float]) -> None:
+            if not f.cancelled() and f.exception() is None:
+                self._verdicts.put(key, f.result())
+
+        fut.add_done_callback(keep)
         self._pending.append((text, fut))
         if len(self._pending) >= self.cfg.max_batch:
             self._flush()

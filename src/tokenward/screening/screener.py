@@ -77,7 +77,7 @@ async def _bounded(screener: Screener, pending: Awaitable[ScreenResult], timeout
 async def run(screener: Screener, texts: Sequence[str], timeout_s: float) -> tuple[ScreenResult, float]:
     """(result, microseconds taken), whatever the screener's shape; raises ScreenerFailed."""
     ran = start(screener, texts, timeout_s)
-    return ran if type(ran) is tuple else await ran
+    return ran if isinstance(ran, tuple) else await ran
 
 
 class Threaded:
@@ -85,6 +85,10 @@ class Threaded:
     so the event loop keeps serving and the policy's latency budget can give up on it. A
     call past its budget still finishes in its thread (a thread cannot be stopped); later
     calls queue behind it, and fail their own budgets while the pool is busy."""
+
+    # The latency budget of a policy that sets no timeout_ms, where the inner model's is known
+    # (set by screening/detectors.py; stages/s70_screen.py reads it with a default).
+    default_timeout_ms: float
 
     def __init__(self, inner: Any, threads: int = 2) -> None:
         from concurrent.futures import ThreadPoolExecutor
