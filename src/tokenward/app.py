@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 from time import perf_counter_ns
-from typing import Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import msgspec
 
@@ -45,17 +45,19 @@ class Gateway:
     def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None,
                  clock: Callable[[], float] | None = None,
                  stages: Sequence[tuple[str, Builder]] | None = None,
-                 shared_metrics_dir: str | None = None) -> None:
+                 shared_metrics_dir: str | None = None, transports: Mapping[str, Any] | None = None) -> None:
         self.config = config
         self._freeze_gc = freeze_gc
         # A reload builds a new Gateway that inherits what lives in this process: the
         # in-memory budget store and cache, the metrics (cli/reload.py). ``clock`` and
         # ``stages`` are for tests and benches: a fake clock, a stage replaced
         # (stages/order.py). ``shared_metrics_dir``: where the workers of
-        # ``serve --workers N`` answer a scrape together (cli/serve.py).
+        # ``serve --workers N`` answer a scrape together (cli/serve.py). ``transports``: an
+        # upstream's transport by name when it is not HTTP over TCP (upstream/memory.py).
         telemetry = inherit.services.telemetry if inherit is not None else Telemetry(shared_metrics_dir)
         self.services: Services = Services(config, inherited=inherit.services if inherit is not None else None,
-                                           clock=clock, stages=stages, telemetry=telemetry)
+                                           clock=clock, stages=stages, telemetry=telemetry,
+                                           transports=transports)
         self.metrics = telemetry.requests
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0

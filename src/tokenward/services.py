@@ -16,7 +16,7 @@ from __future__ import annotations
 import inspect
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 from .config.schema import Config
 from .control.metrics import EnforcementMetrics
@@ -50,8 +50,11 @@ class Services:
     def __init__(self, config: Config, inherited: "Services | None" = None,
                  clock: Callable[[], float] | None = None,
                  stages: Sequence[tuple[str, order.Builder]] | None = None,
-                 telemetry: Telemetry | None = None) -> None:
+                 telemetry: Telemetry | None = None,
+                 transports: Mapping[str, Any] | None = None) -> None:
         self.config = config
+        # an upstream's transport when it is not HTTP over TCP (upstream/memory.py), by name
+        self.transports = transports
         # The services this one replaces on a reload: stages take over what lives in the
         # process (the memory budget store, the memory cache) from them.
         self.inherited = inherited
@@ -110,7 +113,8 @@ class Services:
         urls = await self._resolve_upstreams()
         from .tokenize.registry import shared_registry
 
-        self.targets = TargetTable(self.config, urls, shared_registry(self).counters, self.metrics)
+        self.targets = TargetTable(self.config, urls, shared_registry(self).counters, self.metrics,
+                                   self.transports)
         self.on_close(self.targets.aclose)
         self.health = UpstreamHealth(self.config, self.targets)
         self.decisions = open_decision_log(self.config.logging.decisions)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import ssl
+from typing import Any, Mapping
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
@@ -125,14 +126,18 @@ def _check_header_name(name: str, up: UpstreamConfig) -> None:
 
 class TargetTable:
     def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict | None = None,
-                 metrics: GatewayMetrics | None = None) -> None:
+                 metrics: GatewayMetrics | None = None, transports: Mapping[str, Any] | None = None) -> None:
+        """``transports``: an upstream's transport when it is not HTTP over TCP (a test's
+        in-process backend, upstream/memory.py), by upstream name."""
         # check-config builds the table to check it, with metrics of its own that no one reads
         metrics = metrics if metrics is not None else GatewayMetrics()
-        self.pools: dict[str, UpstreamPool] = {}
+        # an UpstreamPool, or a transport the assembly was given (MemoryTransport): the same surface
+        self.pools: dict[str, Any] = {}
         self.targets: dict[str, Target] = {}
         for name, up in config.upstreams.items():
             _check_header_name(name, up)
-            self.pools[name] = _pool(name, up, resolved_urls.get(name, up.base_url))
+            given = transports.get(name) if transports else None
+            self.pools[name] = given if given is not None else _pool(name, up, resolved_urls.get(name, up.base_url))
         counters = counters or {}
         for model, spec in config.models.items():
             up = config.upstreams[spec.upstream]
