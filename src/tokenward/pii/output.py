@@ -96,7 +96,8 @@ class OutputRedactor(StreamTextEdit):
     # -----------------------------------------------------------------------------------------
     def _redact(self, text: str, spans: list, start: int, end: int) -> str:
         """``text[start:end]`` with every span inside it (or begun before it) replaced."""
-        out, pos = [], start
+        out: list[str] = []
+        pos = start
         for a, b, label in spans:
             a = max(a, start)              # begun in text already sent: the rest of it still goes
             if b <= a or a >= end or a < pos:

@@ -61,7 +61,7 @@ class StreamTextEdit:
             if not self._pending and not any(touches(text) for text in texts(typed)):
                 out.append(event)   # the common case: nothing to edit, nothing held
                 continue
-            chunk = _decode(event.data)
+            chunk = _decode(event.data) if event.data is not None else None   # (parsed: it has data)
             if not isinstance(chunk, dict) or not isinstance(chunk.get("choices"), list):
                 out.append(event)
                 continue
