@@ -12,7 +12,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -38,11 +38,8 @@ def well_formed(job_id: str) -> bool:
 
 
 def job_value(record: JobRecord) -> JobValue | None:
-    """A job record's counters. budget/store.py declares ``JobRecord.value`` as ``object``;
-    every store puts a ``policy.JobValue`` there, or None when there is no such job
-    (memory.py, redis_jobs.py), so the cast only says what the declaration does not.
-    TODO(issue 28): drop it once budget/store.py declares ``value: JobValue | None``."""
-    return cast("JobValue | None", record.value)
+    """A job record's counters, or None when there is no such job."""
+    return record.value
 
 
 class JobRequest(msgspec.Struct, forbid_unknown_fields=True, frozen=True):

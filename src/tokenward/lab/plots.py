@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import textwrap
 
-from .result import Panel, Result
+from .result import Panel, Result, Series
 
 _STYLES = {"-": "-", "--": "--", ":": ":", "-.": "-."}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -70,7 +70,7 @@ def _coinciding(panel: Panel) -> str:
     lies on another over its second half or more; none: "")."""
     ys = [v for series in panel.series for v in series.y]
     tolerance = 0.005 * (max(ys) - min(ys)) if ys else 0.0
-    groups: list[tuple[object, list[tuple[str, int]]]] = []   # (leader series, [(label, from index)])
+    groups: list[tuple[Series, list[tuple[str, int]]]] = []   # (leader series, [(label, from index)])
     for series in panel.series:
         for leader, members in groups:
             start = _common_tail(leader, series, tolerance)
@@ -90,7 +90,7 @@ def _coinciding(panel: Panel) -> str:
     return "; ".join(phrases)
 
 
-def _common_tail(a, b, tolerance: float) -> int | None:
+def _common_tail(a: Series, b: Series, tolerance: float) -> int | None:
     """The index from which ``b`` lies on ``a`` to the end, if that is half of it or more."""
     if a.x != b.x or not a.x:
         return None

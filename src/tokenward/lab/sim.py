@@ -9,7 +9,7 @@ scenario runs in milliseconds and twice the same.
 from __future__ import annotations
 
 import random
-from typing import Any
+from typing import Any, cast
 
 from ..budget import policy
 from ..budget.admission import Admitter, Decision
@@ -77,7 +77,7 @@ class Sim:
         check = budget.layout.checks[at]
         value = await self.store.value(check.key)   # a token bucket: (level, at) or None
         assert value is None or isinstance(value, tuple)
-        level = policy.refill(value, check.p1, check.p2, self.admitter.now_ms())[0]
+        level = policy.refill(cast("policy.BucketState | None", value), check.p1, check.p2, self.admitter.now_ms())[0]
         return level // policy.SCALE
 
     async def close(self) -> None:

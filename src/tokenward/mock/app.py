@@ -176,7 +176,7 @@ class MockUpstream:
             return
         stream = plan is not None and bool(body.get("stream"))
         if steer.echo is not None and plan is not None:
-            await self._echo(send, steer, plan, body, stream, route == CHAT)
+            await self._echo(send, steer, steer.echo, plan, body, stream, route == CHAT)
             return
         if steer.plain and not stream:
             if plan is not None:
@@ -187,14 +187,15 @@ class MockUpstream:
         ctx = _Ctx(receive)
         await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload))
 
-    async def _echo(self, send: Send, steer: Steering, plan: Plan, body: dict, stream: bool, chat: bool) -> None:
+    async def _echo(self, send: Send, steer: Steering, size: int, plan: Plan, body: dict, stream: bool,
+                    chat: bool) -> None:
         text = echo.echo_text(chat, body)
         ids = self._new_id(plan)
         if not stream:
-            await send_json(send, 200, echo.full_body(plan, text, steer.echo, steer.tool_call, *ids))
+            await send_json(send, 200, echo.full_body(plan, text, size, steer.tool_call, *ids))
             return
         await send(_SSE_START)
-        for i, event in enumerate(echo.stream_events(plan, text, steer.echo, steer.tool_call, *ids)):
+        for i, event in enumerate(echo.stream_events(plan, text, size, steer.tool_call, *ids)):
             if steer.die_after is not None and i >= steer.die_after:
                 self.stats.died += 1
                 raise _Died("x-mock-die-after")   # the connection drops: no finish, no [DONE]

@@ -227,7 +227,7 @@ def _vector(item: Any) -> list[float]:
 
 
 def embeddings_body(body: dict) -> bytes:
-    raw = body.get("input")
+    raw: Any = body.get("input")   # a string, token ids or a list of either (item_tokens checks)
     counts = item_tokens(raw, "input")
     items = [raw] if isinstance(raw, str) or _is_ids(raw) else raw
     as_base64 = body.get("encoding_format") == "base64"

@@ -65,5 +65,5 @@ def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int |
     request = ctx.request
     body = request.body if request is not None else None
     if body is not None and (getattr(body, "echo", None) is True or type(getattr(body, "prompt_logprobs", None)) is int):
-        limit += bytes_per_token * usage_bounds(ctx)[0]
+        limit += bytes_per_token * (usage_bounds(ctx)[0] or 0)   # (set whenever a limit is)
     return limit
