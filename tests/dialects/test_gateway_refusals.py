@@ -93,6 +93,19 @@ async def test_budget(running, dialect):
         assert headers["anthropic-ratelimit-requests-reset"].endswith("Z")
 
 
+async def test_count_tokens_counts_against_the_request_rate(running):
+    backend, gw = running
+    asked = [{"role": "user", "content": "hello there"}]
+    async with anthropic_client(gw, "rpm1") as sdk:
+        raw = await sdk.messages.with_raw_response.count_tokens(model=MODEL, messages=asked)
+        assert (await raw.parse()).input_tokens > 0 and raw.headers["anthropic-ratelimit-requests-remaining"] == "0"
+        with pytest.raises(anthropic.RateLimitError) as caught:
+            await sdk.messages.count_tokens(model=MODEL, messages=asked)
+    assert caught.value.body["error"]["code"] == "rate_limited"
+    assert caught.value.response.headers["x-tokenward-reason"] == "rate_limited"
+    assert await backend.requests() == 0
+
+
 @pytest.mark.parametrize("dialect", DIALECTS)
 async def test_entitlement(running, dialect):
     backend, gw = running

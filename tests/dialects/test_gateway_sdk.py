@@ -153,7 +153,8 @@ async def test_count_tokens_is_the_gateways_count_and_forwards_nothing(running):
     assert longer.input_tokens - counted.input_tokens == 2 * words
     record = gw.decisions()[-1]
     assert record["route"] == "/v1/messages/count_tokens" and record["answered_by"] == "count_tokens"
-    assert record["notes"]["dialect"] == "messages" and "admission" not in record["stages_us"]
+    assert record["notes"]["dialect"] == "messages" and "screening" not in record["stages_us"]
+    assert record["notes"]["budget"]["reserved"] == longer.input_tokens + 1   # settled at zero: nothing ran
 
 
 @pytest.mark.parametrize("stream", [False, True])

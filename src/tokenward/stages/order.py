@@ -28,8 +28,8 @@ STAGES: tuple[tuple[str, Builder], ...] = (
     ("control", s35_control.build),     # enforcement actions and operator controls, once identity decided
     ("validation", s40_validate.build),
     ("work", s50_work.build),
-    ("count_tokens", s25_dialect.build_count),   # /v1/messages/count_tokens answered with work's count
     ("admission", s60_admit.build),
+    ("count_tokens", s25_dialect.build_count),   # /v1/messages/count_tokens answered with work's count
     ("screening", s70_screen.build),
     ("transform", s80_transform.build),
     ("cache", s85_cache.build),

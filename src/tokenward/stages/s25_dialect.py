@@ -18,8 +18,9 @@ right after identity:
   in the dialect, whole and streamed. Registered first, it runs last on the way out: the
   restorer of personal data and the cache capture read chat, as they do on chat.
 
-``count_tokens`` is answered by ``CountTokensStage`` (after work, before admission) with
-the work stage's prompt count; nothing is forwarded and nothing reserved.
+``count_tokens`` is answered by ``CountTokensStage`` right after admission with the work
+stage's prompt count: it counts against the plan's request rate like any request, its
+reservation (the prompt and one output token) is settled at zero, nothing is forwarded.
 """
 
 from __future__ import annotations
@@ -315,8 +316,8 @@ class CountedTokens:
 
 
 class CountTokensStage(BaseStage):
-    """After work: a count_tokens request is answered with the work stage's prompt count
-    (and a dialect request that validation and work did not see goes no further)."""
+    """After admission: a count_tokens request is answered with the work stage's prompt
+    count (and a dialect request that validation and work did not see goes no further)."""
 
     name = "count_tokens"
 
