@@ -183,3 +183,24 @@ async def test_credentials_refused_in_the_dialects_envelope(running, dialect):
     assert caught.value.response.headers["x-tokenward-reason"] == "invalid_credentials"
     assert await backend.requests() == 0
     await admitted(backend, gw, dialect)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+async def test_the_backends_refusal_in_the_dialects_envelope(running, dialect):
+    """The backend answers 503: upstream_overloaded, Anthropic's overloaded_error on /v1/messages."""
+    backend, gw = running
+    status_header = {"x-mock-status": "503"}
+    if dialect == "responses":
+        with pytest.raises(openai.InternalServerError) as caught:
+            await openai_client(gw, **status_header).responses.create(model=MODEL, input="hi", max_output_tokens=8)
+        assert caught.value.response.json()["error"]["code"] == "upstream_overloaded"
+    else:
+        async with anthropic_client(gw, **status_header) as sdk:
+            with pytest.raises(anthropic.APIStatusError) as caught:
+                await sdk.messages.create(model=MODEL, max_tokens=8, messages=[{"role": "user", "content": "hi"}])
+        body = caught.value.response.json()
+        assert body["type"] == "error" and body["error"] == {
+            "type": "overloaded_error", "code": "upstream_overloaded", "message": body["error"]["message"]}
+    assert caught.value.status_code == 503
+    assert caught.value.response.headers["x-tokenward-reason"] == "upstream_overloaded"
+    assert "x-should-retry" not in caught.value.response.headers     # a retry may well succeed

@@ -33,6 +33,7 @@ from msgspec import UNSET
 from ..config.schema import Config
 from ..dialects import messages_schema, messages_translate, native, responses_schema, responses_translate
 from ..dialects.common import encode
+from ..dialects.envelopes import anthropic_error_type
 from ..dialects.exit import DialectSend, TranslatedAnswer
 from ..errors import Reason, Refusal
 from ..http.responses import JSON
@@ -259,8 +260,7 @@ class DialectAnswer:
             else:
                 status = Reason[code].status if code in Reason.__members__ else 500
                 out.append(_event("error", {"type": "error", "error": {
-                    "type": "api_error" if status >= 500 else "invalid_request_error", "message": message,
-                    "code": code}}))
+                    "type": anthropic_error_type(code, status), "message": message, "code": code}}))
         return b"".join(out)
 
 
