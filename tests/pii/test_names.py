@@ -20,9 +20,22 @@ def names(text: str, spans=()) -> list[str]:
     ("Bot: What's the name on the account? User: Lupe Cuenca", "Lupe Cuenca"),
     ("Rogge began writing as a teenager.", "Rogge"),
     ("I'm so jealous! said Kathleen to him", "Kathleen"),
+    ("Okafor, can you send me the contract again?", "Okafor"),
+    ("The mix was done by producer Ilse Brandt in two days.", "Ilse Brandt"),
+    ("She gave Tomasz the keys before leaving.", "Tomasz"),
+    ("Then I met Aiyana at the station.", "Aiyana"),
 ])
 def test_cues(text: str, name: str) -> None:
     assert names(text) == [name]
+
+
+@pytest.mark.parametrize("text", [
+    "Thanks, that helps a lot.",
+    "Paris, the capital, is busy in June.",
+    "The producer said the mix is done.",
+])
+def test_no_name_where_none_is(text: str) -> None:
+    assert names(text) == []
 
 
 def test_a_place_after_a_cue_becomes_a_person() -> None:

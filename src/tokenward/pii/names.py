@@ -7,10 +7,13 @@ to the merged spans of ``presidio.PresidioDetector``:
 
 - **cues**: one to three capitalised words right after a phrase that introduces a person
   ("my name is", "I'm", "this is", "call me", "named", "Dear", "Hi", "Mr.", "Dr.",
-  "said", "User:", "Name:", ...) are a PERSON; a LOCATION span there becomes a PERSON;
+  "said", "User:", "Name:", "gave", "met", a role or kinship word such as "Producer",
+  "Judge", "sister", ...) are a PERSON; a LOCATION span there becomes a PERSON;
 - **subjects**: a sentence that opens on one to three capitalised words followed by what
   people do ("lives", "began", "shouted", "had given", "was born", ...; not "moved", which
   meetings and files do too);
+- **address**: one to three capitalised words opening a line, then a comma and a request
+  ("Reyes, can I ...");
 - **lists**: in a list of capitalised words ("Yvonne, Jason, Jill, Chelsea and Lilian")
   where at least two members are already PERSON, every member is a PERSON.
 
@@ -33,9 +36,17 @@ _CUE = re.compile(
     r"[Dd]ear|[Hh]i|[Hh]ello|[Hh]ey|[Tt]hanks|[Mm]r\.?|[Mm]rs\.?|[Mm]s\.?|Miss|[Dd]r\.?|[Pp]rof\.?|said|says|"
     r"asked|told|wrote|[Pp]artner's name|[Gg]uardian|[Bb]eneficiary|[Uu]ser:|[Nn]ame:|[Cc]ontact:|"
     r"[Aa]ttn:?|[Ff]rom:|[Tt]o:|[Ss]igned,?|[Rr]egards,|[Cc]heers,|[Nn]ame\?|under|"
-    r"[Cc]hange (?:it|that|this|the name) to|[Aa]dd|[Bb]y:)"
+    r"[Cc]hange (?:it|that|this|the name) to|[Aa]dd|[Bb]y:|gave|given|met|thanked|married|hired|invited|"
+    r"[Pp]roducer|[Dd]irector|[Ee]ditor|[Ss]inger|[Mm]anager|CEO|[Pp]rofessor|[Oo]fficer|[Aa]gent|[Nn]urse|"
+    r"[Jj]udge|[Cc]oach|[Cc]aptain|[Ss]enator|[Pp]resident|[Dd]etective|[Ss]ergeant|[Ll]awyer|[Aa]ttorney|"
+    r"[Aa]uthor|[Ww]riter|[Dd]rummer|[Gg]uitarist|[Ss]ongwriter|[Aa]ctor|[Aa]ctress|[Cc]olleague|[Nn]eighbou?r|"
+    r"[Ff]riend|[Bb]rother|[Ss]ister|[Ww]ife|[Hh]usband|[Dd]aughter|[Ss]on|[Mm]other|[Ff]ather|[Uu]ncle|[Aa]unt)"
     r"[ ]+)"
     rf"(?P<name>{_RUN})\b"
+)
+# a name addressed at the start of a line: "Reyes, can I please speak to your boss?"
+_VOCATIVE = re.compile(
+    rf"(?:^|(?<=\n))(?P<name>{_RUN}),[ ]+(?:can|could|would|will|please|do|did|are|have|thanks|thank|I|we|you)\b"
 )
 # a sentence that opens on a name and goes on with what people do
 _SUBJECT = re.compile(
@@ -85,6 +96,10 @@ def recover_names(text: str, spans: list[Span]) -> list[Span]:
             continue
         s = m.start("name")
         _claim(out, s, s + len(" ".join(words)))
+    for m in _VOCATIVE.finditer(text):
+        words = m.group("name").split(" ")
+        if words[0] not in _NOT_NAMES and words[0] not in ("Hi", "Hello", "Hey", "Dear", "Dr", "Mr", "Mrs", "Ms"):
+            _claim(out, m.start("name"), m.end("name"))
     for m in _SUBJECT.finditer(text):
         words = m.group("name").split(" ")
         if words[0] not in _NOT_NAMES:
