@@ -18,27 +18,44 @@ from typing import Any
 
 from ..wire.chunks import Chunk
 from .chat_answer import as_chunk
-from .common import new_id, sse
+from .common import encode, new_id, sse
 from .responses_schema import Parsed
 from .responses_translate import call_item, finish_status, message_item, response_shell, usage_object
 
 
 class _Item:
-    __slots__ = ("index", "id", "kind", "text", "call_id", "name", "open")
+    __slots__ = ("index", "id", "kind", "parts", "call_id", "name", "open", "delta_head")
 
     def __init__(self, index: int, kind: str, call_id: str = "", name: str = "") -> None:
         self.index = index
         self.id = new_id("msg" if kind == "message" else "fc")
         self.kind = kind
-        self.text = ""          # the message's text, or the call's arguments
+        self.parts: list[str] = []   # the message's text, or the call's arguments, as they came
         self.call_id = call_id
         self.name = name
         self.open = True
+        # what every delta event of this item repeats, encoded once (the event's fields in
+        # the order the dict-built events have them)
+        where = b'"item_id":' + encode(self.id) + b',"output_index":%d,' % index
+        if kind == "message":
+            self.delta_head = b'"type":"response.output_text.delta","sequence_number":%d,' + where + \
+                b'"content_index":0,"delta":'
+        else:
+            self.delta_head = b'"type":"response.function_call_arguments.delta","sequence_number":%d,' + where + \
+                b'"delta":'
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
     def snapshot(self, status: str) -> dict[str, Any]:
         if self.kind == "message":
             return message_item(self.id, self.text if status == "completed" else None, None, status)
         return call_item(self.id, self.call_id, self.name, self.text if status == "completed" else "", status)
+
+
+_TEXT_DELTA = b"event: response.output_text.delta\ndata: {"
+_ARGS_DELTA = b"event: response.function_call_arguments.delta\ndata: {"
 
 
 class ResponsesStream:
@@ -98,9 +115,9 @@ class ResponsesStream:
                                    item=last.snapshot("in_progress")))
             out.append(self._event("response.content_part.added", item_id=last.id, output_index=last.index,
                                    content_index=0, part=_text_part("")))
-        last.text += text
-        out.append(self._event("response.output_text.delta", item_id=last.id, output_index=last.index,
-                               content_index=0, delta=text, logprobs=[]))
+        last.parts.append(text)
+        out.append(_TEXT_DELTA + last.delta_head % self._seq + encode(text) + b',"logprobs":[]}\n\n')
+        self._seq += 1
         return b"".join(out)
 
     def _call(self, call: Any) -> bytes:
@@ -116,9 +133,9 @@ class ResponsesStream:
             out.append(self._event("response.output_item.added", output_index=item.index,
                                    item=item.snapshot("in_progress")))
         if function is not None and function.arguments:
-            item.text += function.arguments
-            out.append(self._event("response.function_call_arguments.delta", item_id=item.id,
-                                   output_index=item.index, delta=function.arguments))
+            item.parts.append(function.arguments)
+            out.append(_ARGS_DELTA + item.delta_head % self._seq + encode(function.arguments) + b"}\n\n")
+            self._seq += 1
         return b"".join(out)
 
     def _close_message(self) -> bytes:
