@@ -2,6 +2,7 @@
 
     python bench/dialects_cost.py [--requests 2000] [--rounds 5] [--chunks 16]
     python bench/dialects_cost.py --parts
+    python bench/dialects_cost.py --instructions      # callgrind, free of host noise: ~20 minutes
 
 The whole pipeline in-process (bench/full.yaml, memory store, a stub backend that answers
 at once, as bench/inproc.py and bench/content_cost.py do): the same conversation sent as
@@ -161,14 +162,67 @@ def parts(n: int = 20000) -> None:
     print(f"  anthropic rate-limit headers {(time.process_time() - started) * 1e6 / n:5.1f} us")
 
 
+async def only(name: str, stream: bool, requests: int, chunks: int) -> None:
+    """``requests`` of one variant and nothing else (what ``--instructions`` counts)."""
+    with tempfile.TemporaryDirectory(prefix="tokenward-dialects-") as tmp:
+        gateway, key = await start(tmp, chunks if stream else 0)
+        try:
+            path, body = bodies(stream)[name]
+            await check(gateway, key, path, body)
+            sink: list[bytes] = []
+            for _ in range(requests):
+                await one_request(gateway, scope(path, key, body), body, sink)
+                sink.clear()
+        finally:
+            await gateway.shutdown()
+
+
+def instructions(chunks: int, low: int = 100, high: int = 400) -> None:
+    """Instructions per request under valgrind's callgrind, as bench/instructions.py counts
+    them: two runs of one variant, ``low`` and ``high`` requests, the difference divided by
+    the requests between them (start-up cancels out; PYTHONHASHSEED fixed)."""
+    import re
+    import subprocess
+
+    def count(name: str, stream: bool, requests: int, workdir: str) -> int:
+        argv = [sys.executable, __file__, "--only", name, "--requests", str(requests), "--chunks", str(chunks)]
+        if stream:
+            argv.append("--stream")
+        done = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={workdir}/cg.%p.out", *argv],
+                              capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": "0"}, timeout=1800)
+        found = re.search(r"Collected : (\d+)", done.stderr)
+        if done.returncode != 0 or not found:
+            raise SystemExit(f"callgrind run failed: {done.stderr[-1500:]}")
+        return int(found.group(1))
+
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="tokenward-dialects-cg-") as workdir:
+        for stream in (False, True):
+            for name in ("chat", "responses", "messages"):
+                label = f"{name} {'streamed' if stream else 'whole'}"
+                results[label] = (count(name, stream, high, workdir) - count(name, stream, low, workdir)) / (high - low)
+                print(f"  {label:24s} {results[label] / 1000:8.1f}K instructions", flush=True)
+    print(f"Instructions per request (callgrind, {high} - {low} requests; streams: {chunks} chunks + usage)")
+    for label, value in results.items():
+        base = results[f"chat {label.split()[1]}"]
+        print(f"  {label:24s} {value / 1000:8.1f}K   {(value - base) / 1000:+7.1f}K vs chat ({(value / base - 1) * 100:+.0f}%)")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--chunks", type=int, default=16)
     parser.add_argument("--parts", action="store_true", help="only the translation's own pieces")
+    parser.add_argument("--instructions", action="store_true", help="instructions per request (callgrind)")
+    parser.add_argument("--only", help="run --requests of one variant (chat, responses, messages, count_tokens)")
+    parser.add_argument("--stream", action="store_true", help="with --only: the streamed variant")
     arguments = parser.parse_args()
     if arguments.parts:
         parts()
+    elif arguments.instructions:
+        instructions(arguments.chunks)
+    elif arguments.only:
+        asyncio.run(only(arguments.only, arguments.stream, arguments.requests, arguments.chunks))
     else:
         asyncio.run(main(arguments))
