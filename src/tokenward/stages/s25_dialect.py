@@ -1,10 +1,13 @@
 """Dialect: OpenAI's Responses API and Anthropic's Messages API, parsed into the chat request.
 
-On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens`` this stage,
-right after identity:
+On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens``:
 
-- wraps the request's ``send`` (dialects/exit.py ``DialectSend``), so every response from
-  here on carries the API's rate-limit headers and every refusal its error envelope;
+- ``DialectExitStage``, right after the edge, wraps the request's ``send``
+  (dialects/exit.py ``DialectSend``), so every response from there on (identity's refusals
+  included) carries the API's rate-limit headers and every refusal its error envelope.
+
+``DialectStage``, right after identity (a stranger's body is never parsed):
+
 - parses the body with the dialect's strict schema (an unknown field is ``unknown_field``,
   named in the client's own terms);
 - refuses what a chat backend cannot do (``previous_response_id``, ``store: true``,
@@ -16,7 +19,11 @@ right after identity:
   jobs) sees the chat request, unchanged;
 - registers ``TranslatedAnswer``, the response transform that writes the chat answer back
   in the dialect, whole and streamed. Registered first, it runs last on the way out: the
-  restorer of personal data and the cache capture read chat, as they do on chat.
+  restorer of personal data and the cache capture read chat, as they do on chat. When the
+  upstream serves the dialect, ``DialectAnswer`` instead: the client's own body goes there
+  if no stage changed the chat view (``DialectRoute.native_body``, asked by
+  upstream/prepare.py) and the answer passes as the upstream wrote it, its usage read from
+  the dialect's fields; else the chat view goes, translated.
 
 ``count_tokens`` is answered by ``CountTokensStage`` right after admission with the work
 stage's prompt count: it counts against the plan's request rate like any request, its
