@@ -70,11 +70,11 @@ def _convert(value: Any, tp: Any, path: str) -> Any:
 _YAML_WORDS = {False: ("off", "no", "false"), True: ("on", "yes", "true")}
 
 
-def _yaml_word(value: bool, allowed: tuple) -> object:
+def _yaml_word(value: bool, allowed: tuple[Any, ...]) -> object:
     return next((word for word in _YAML_WORDS[value] if word in allowed), value)
 
 
-def _convert_union(value: Any, args: tuple, path: str) -> Any:
+def _convert_union(value: Any, args: tuple[Any, ...], path: str) -> Any:
     if value is None and _NONE in args:
         return None
     real = [a for a in args if a is not _NONE]
@@ -183,7 +183,7 @@ def _env_name(upstream: str) -> str:
     return re.sub(r"[^A-Z0-9]", "_", upstream.upper())
 
 
-def apply_env(raw: dict, environ: typing.Mapping[str, str]) -> dict:
+def apply_env(raw: dict[str, Any], environ: typing.Mapping[str, str]) -> dict[str, Any]:
     """Deployment overrides: TOKENWARD_STORE_URL, TOKENWARD_KEYSTORE_URL, TOKENWARD_UPSTREAM_<NAME>_URL."""
     if "TOKENWARD_STORE_URL" in environ:
         raw.setdefault("store", {})["url"] = environ["TOKENWARD_STORE_URL"]
@@ -239,7 +239,7 @@ def parse_config(text: str, environ: typing.Mapping[str, str] | None = None,
         raise ConfigError("", f"expected a mapping at the top level, got {_name(raw)}")
     env = os.environ if environ is None else environ
     raw = apply_env(raw, env)
-    cfg = _convert(raw, Config, "")
+    cfg: Config = _convert(raw, Config, "")
     if base_dir is not None and "TOKENWARD_KEYSTORE_URL" not in env:
         url = resolve_sqlite_url(cfg.keystore.url, Path(base_dir).resolve())
         cfg = msgspec.structs.replace(cfg, keystore=msgspec.structs.replace(cfg.keystore, url=url))
@@ -265,4 +265,6 @@ def effective_plan(cfg: Config, tenant: str) -> PlanConfig:
         return plan
     fixed = _convert(dict(spec.overrides), dict[str, object], "")
     merged = {**msgspec.structs.asdict(plan), **fixed}
-    return _convert({k: list(v) if isinstance(v, tuple) else v for k, v in merged.items()}, PlanConfig, "")
+    effective: PlanConfig = _convert({k: list(v) if isinstance(v, tuple) else v for k, v in merged.items()},
+                                     PlanConfig, "")
+    return effective

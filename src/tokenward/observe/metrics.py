@@ -9,11 +9,21 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
+from typing import Iterator, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
 
 from ..pipeline.context import RequestContext
 from .routes import RouteLabels
+
+
+class CacheSizes(Protocol):
+    """What a scrape reads of the cache store (cache/store.py ``CacheStore``)."""
+
+    evictions: int
+
+    def size_bytes(self) -> int | None: ...
 
 
 # Time histograms (a stage, a backend's first answer) count in powers of two of a
@@ -54,7 +64,7 @@ class GatewayMetrics:
         self.cache: dict[tuple[str, str], int] = defaultdict(int)
         self.cache_saved: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         self.cache_errors = 0
-        self._cache_store = None
+        self._cache_store: CacheSizes | None = None
 
     SCORE_BUCKETS = (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 
@@ -65,7 +75,7 @@ class GatewayMetrics:
             saved[0] += tokens
             saved[1] += cost
 
-    def watch_cache(self, store) -> None:
+    def watch_cache(self, store: CacheSizes) -> None:
         """The cache store whose size and evictions a scrape reports."""
         self._cache_store = store
 
@@ -121,7 +131,7 @@ class GatewayMetrics:
             slot = self.key_spend[(tenant, key_id)] = [0, 0]
         return slot
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         decisions = CounterMetricFamily("tokenward_decisions", "Requests by route, deciding stage and reason",
                                         labels=["route", "stage", "reason", "tenant"])
         key: tuple[str, ...]   # each family's label values
@@ -187,7 +197,7 @@ class GatewayMetrics:
         yield streams
 
 
-    def _collect_cache(self):
+    def _collect_cache(self) -> Iterator[Metric]:
         lookups = CounterMetricFamily("tokenward_cache", "Cache lookups by tenant and outcome (hit, miss, bypass)",
                                       labels=["tenant", "outcome"])
         for key, value in list(self.cache.items()):

@@ -164,7 +164,7 @@ def merged(texts: list[str]) -> list[Metric]:
     them (LARGEST and SMALLEST excepted), families and samples in first-seen order."""
     families: dict[str, Metric] = {}
     # family -> (sample name, its labels sorted) -> [its labels as first seen, value]
-    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], list]] = {}
+    values: dict[str, dict[tuple[str, tuple[tuple[str, str], ...]], list[Any]]] = {}
     for text in texts:
         for family in text_string_to_metric_families(text):
             merged = families.get(family.name)
@@ -190,5 +190,5 @@ class _Fixed:
     def __init__(self, families: list[Metric]) -> None:
         self.families = families
 
-    def collect(self):
+    def collect(self) -> list[Metric]:
         return self.families

@@ -17,10 +17,13 @@ turned into metric families only on a scrape, like ``metrics.py``. What they ans
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Iterator, Mapping, TypeVar
 
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+from prometheus_client.metrics_core import Metric
 
 RETRY_BUCKETS = (1, 2, 5, 10, 30, 60)
+Labels = TypeVar("Labels", bound=tuple[str, ...])   # one family's label values
 
 
 class WorkMetrics:
@@ -55,7 +58,7 @@ class WorkMetrics:
     def job_event(self, tenant: str, event: str) -> None:
         self.jobs[(tenant, event)] += 1
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         yield _counter("tokenward_refused_work_tokens", "Worst-case tokens of requests refused at admission",
                        ["tenant", "kind"], self.refused_tokens)
         yield _counter("tokenward_admission_refusals", "Admission refusals, terminal or retryable",
@@ -77,7 +80,7 @@ class WorkMetrics:
         yield _counter("tokenward_jobs", "Agent jobs created, cancelled, exhausted", ["tenant", "event"], self.jobs)
 
 
-def _counter(name: str, doc: str, labels: list[str], values: dict) -> CounterMetricFamily:
+def _counter(name: str, doc: str, labels: list[str], values: Mapping[Labels, int]) -> CounterMetricFamily:
     family = CounterMetricFamily(name, doc, labels=labels)
     for key, value in list(values.items()):
         family.add_metric(list(key), value)

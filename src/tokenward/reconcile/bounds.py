@@ -52,6 +52,7 @@ def usage_bounds(ctx: RequestContext) -> UsageBounds:
 def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int | None:
     """The most bytes the backend's answer to this request may carry (None: no bound)."""
     work = ctx.work
+    limit: int
     if work is not None:
         completion = work.max_output_tokens * work.candidates * work.outer_items
         limit = bytes_per_token * completion + slack

@@ -21,11 +21,16 @@ backend sent ``[DONE]``, whether any choice chunk came at all.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import msgspec
 
 from ..wire.chunks import Delta, parsed
 from ..wire.sse import SseEvent
 from .usage import Usage, from_reported
+
+if TYPE_CHECKING:
+    from ..tokenize.counters import Counter
 
 
 _decode_any = msgspec.json.decode
@@ -74,7 +79,7 @@ class StreamUsage:
     __slots__ = ("reported", "saw_done", "unreadable", "_choices", "_count_text", "_counter",
                  "stream_id", "object", "created", "model")
 
-    def __init__(self, counter=None) -> None:
+    def __init__(self, counter: Counter | None = None) -> None:
         # counter: the model's tokenizer (``tokenize.counters.Counter``) when it has a real
         # one; None counts token events only.
         self._counter = counter

@@ -85,7 +85,7 @@ def clamp(usage: Usage, bounds: UsageBounds) -> tuple[Usage, dict[str, dict[str,
     return Usage(prompt, completion, usage.source), out
 
 
-def _within(value: int | None, bound: int | None, name: str, out: dict) -> int | None:
+def _within(value: int | None, bound: int | None, name: str, out: dict[str, dict[str, int]]) -> int | None:
     if value is None:
         return None
     kept = 0 if value < 0 else bound if bound is not None and value > bound else value

@@ -28,7 +28,11 @@ text, so no prompt is kept in memory; the hash is Python's per-process keyed Sip
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    import tiktoken
+    import tokenizers
 
 # Large enough for a busy gateway's working set of repeated texts, small in memory.
 _CACHE_ENTRIES = 8192
@@ -122,7 +126,7 @@ class TiktokenCounter(_CachedCounter):
     name_overhead = 1
     reply_overhead = 3
 
-    def __init__(self, spec: str, encoding) -> None:
+    def __init__(self, spec: str, encoding: tiktoken.Encoding) -> None:
         encode = encoding.encode_ordinary
         super().__init__(spec, lambda text: len(encode(text)), encoding.n_vocab)
         self.encoding = encoding
@@ -135,7 +139,7 @@ class HfCounter(_CachedCounter):
     name_overhead = 4
     reply_overhead = 8
 
-    def __init__(self, spec: str, tokenizer) -> None:
+    def __init__(self, spec: str, tokenizer: tokenizers.Tokenizer) -> None:
         encode = tokenizer.encode
 
         def encode_len(text: str) -> int:

@@ -17,6 +17,8 @@ template (``models.<name>.chat_template``, else detected) sets its per-message o
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ..config.schema import Config
 from ..errors import ConfigError
 from . import templates
@@ -66,7 +68,14 @@ class TokenizerRegistry:
         return self.counters.get(model)
 
 
-def shared_registry(services) -> TokenizerRegistry:
+class HoldsTokenizers(Protocol):
+    """What ``shared_registry`` needs of the gateway's services."""
+
+    config: Config
+    tokenizers: TokenizerRegistry | None
+
+
+def shared_registry(services: HoldsTokenizers) -> TokenizerRegistry:
     """The registry of this gateway, built by whichever stage asks first."""
     registry = services.tokenizers
     if registry is None:

@@ -11,7 +11,7 @@ entries by their validated upper bound.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from msgspec import UNSET
 
@@ -43,7 +43,7 @@ def _message_costs(counter: Counter) -> dict[type, int]:
     return costs
 
 
-def _content_tokens(content: Any, count) -> int:
+def _content_tokens(content: Any, count: Callable[[str], int]) -> int:
     if type(content) is str:
         return count(content)
     if not content:
@@ -58,7 +58,7 @@ def _content_tokens(content: Any, count) -> int:
     return total
 
 
-def _assistant_extras(message: AssistantMessage, count) -> int:
+def _assistant_extras(message: AssistantMessage, count: Callable[[str], int]) -> int:
     total = 0
     if isinstance(message.refusal, str):
         total += count(message.refusal)

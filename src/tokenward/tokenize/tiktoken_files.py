@@ -19,6 +19,7 @@ import hashlib
 import importlib.util
 import os
 import threading
+from typing import Any
 from pathlib import Path
 
 import tiktoken
@@ -68,7 +69,7 @@ def _verified_ranks(name: str, expected_hash: str | None) -> dict[bytes, int]:
     return ranks
 
 
-def _definition(name: str) -> dict:
+def _definition(name: str) -> dict[str, Any]:
     constructor = openai_public.ENCODING_CONSTRUCTORS.get(name)
     if constructor is None:
         raise ConfigError("", f"unknown tiktoken encoding {name!r}")
@@ -81,7 +82,8 @@ def _definition(name: str) -> dict:
     original = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = local_loader
     try:
-        return constructor()
+        definition: dict[str, Any] = constructor()   # (tiktoken_ext ships no types)
+        return definition
     finally:
         openai_public.load_tiktoken_bpe = original
 

@@ -82,7 +82,7 @@ def too_deep(param: str | None, limit: int | None = None) -> Refusal:
     return Refusal(Reason.json_too_deep, f"JSON nested too deeply{where}{bound}", param=param)
 
 
-def decode_request(body: RequestBody | bytes, decoder: msgspec.json.Decoder) -> Any:
+def decode_request(body: RequestBody | bytes, decoder: msgspec.json.Decoder[Any]) -> Any:
     """The body as the route's Struct (a request body's typed view, wire/request_body.py),
     or a ``Refusal`` raised with the right reason."""
     try:

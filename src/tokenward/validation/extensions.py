@@ -58,7 +58,7 @@ EXTENSION_FIELDS: dict[type, tuple[str, ...]] = {
     CompletionRequest: _names(VllmSampling, "prompt_embeds"),
     EmbeddingRequest: _names(VllmCommon),
 }
-_GETTERS: dict[type, Callable[[Any], tuple]] = {t: attrgetter(*names) for t, names in EXTENSION_FIELDS.items()}
+_GETTERS: dict[type, Callable[[Any], tuple[Any, ...]]] = {t: attrgetter(*names) for t, names in EXTENSION_FIELDS.items()}
 
 
 def invalid(param: str, why: str) -> Refusal:

@@ -43,7 +43,7 @@ class Attachment:
         self.kind = kind
         self.size = size
         self.tokens = tokens
-        self.path: tuple | None = None
+        self.path: tuple[str | int, ...] | None = None   # ("messages", i, "content", j)
         self.text: str | None = None
         self.data: bytes | None = None
         if kind == "text/plain" and data is not None:

@@ -19,7 +19,7 @@ def plan_of(ctx: Any) -> PlanConfig:
 
 def features_of(ctx: Any, plan: PlanConfig) -> frozenset[str]:
     """The enabled features: the entitlement's set when it decided one, else the plan's."""
-    decided = getattr(ctx.entitlement, "features", None)
+    decided: frozenset[str] | None = getattr(ctx.entitlement, "features", None)
     if decided:
         return decided
     features = _features_cache.get(plan.features)
