@@ -3,7 +3,7 @@
 Tenants: ``team`` (tools ``get_weather`` allowed, real token counts with tiktoken),
 ``rpm1`` (one request a minute: the second is a budget refusal), ``screened`` (the
 heuristic injection detector and personal data in ``tokenize`` mode), ``cached`` (the
-response cache on).
+response cache on), ``tooled`` (tools the upstream runs itself enabled: ``server_tools``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import yaml
 
 from tests.support import MockBackend, RunningGateway, gateway_in_process, mock_backend
 
-TENANTS = ("team", "rpm1", "screened", "cached")
+TENANTS = ("team", "rpm1", "screened", "cached", "tooled")
 MODEL = "small-chat"
 
 
@@ -32,7 +32,8 @@ def config(mock_url: str, tmp_path: Any, dialects: tuple[str, ...] = ("chat",)) 
         "screening": {"policies": {"strict": {"injection": {"detector": "heuristic"},
                                               "pii": {"mode": "tokenize"}}}},
         "plans": {"team": plan, "rpm1": {**plan, "requests_per_minute": 1},
-                  "screened": {**plan, "screening": "strict"}, "cached": {**plan, "cache": True}},
+                  "screened": {**plan, "screening": "strict"}, "cached": {**plan, "cache": True},
+                  "tooled": {**plan, "features": ["server_tools"]}},
         "cache": {"store": "memory"},
         "tenants": {name: {"plan": name} for name in TENANTS},
         "keystore": {"url": f"sqlite:///{tmp_path}/keys.db"},

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 
+import anthropic
 import openai
 import pytest
 
@@ -184,3 +185,24 @@ async def test_a_native_answer_is_never_cached(running):
     chat = await sdk.chat.completions.create(model=MODEL, max_tokens=40, messages=[{"role": "user", "content": "hello there"}])
     assert chat.object == "chat.completion" and chat.choices[0].message.content == "tok " * 16
     assert (await by_path(backend))["/v1/chat/completions"] == 1
+
+
+async def test_tools_the_upstream_runs_need_the_plans_server_tools_feature(running):
+    backend, gw = running
+    search = [{"type": "web_search_20250305", "name": "web_search"}]
+    asked = [{"role": "user", "content": "news?"}]
+    async with anthropic_client(gw) as sdk:
+        with pytest.raises(anthropic.PermissionDeniedError) as caught:
+            await sdk.messages.create(model=MODEL, max_tokens=8, messages=asked, tools=search)
+    assert caught.value.body["error"]["code"] == "feature_not_entitled"
+    assert caught.value.response.headers["x-tokenward-reason"] == "feature_not_entitled"
+    assert await by_path(backend) == {}
+    async with anthropic_client(gw, "tooled") as sdk:
+        await sdk.messages.create(model=MODEL, max_tokens=8, messages=asked, tools=search)
+    assert (await backend_body(backend))["tools"] == search and await by_path(backend) == {"/v1/messages": 1}
+    with pytest.raises(openai.PermissionDeniedError):
+        await openai_client(gw).responses.create(model=MODEL, input="news?", max_output_tokens=8,
+                                                 tools=[{"type": "web_search"}])
+    await openai_client(gw, "tooled").responses.create(model=MODEL, input="news?", max_output_tokens=8,
+                                                       tools=[{"type": "web_search"}])
+    assert await by_path(backend) == {"/v1/messages": 1, "/v1/responses": 1}

@@ -161,6 +161,9 @@ class DialectStage(BaseStage):
             translate = responses_translate if dialect == "responses" else messages_translate
             viewed = parsed
             if gaps:
+                refusal = _upstream_tools(parsed, ctx)
+                if refusal is not None:
+                    return refusal
                 viewed = _stateless(dialect, parsed)
                 remaining = translate.unsupported(viewed)
                 if remaining:
@@ -184,6 +187,17 @@ class DialectStage(BaseStage):
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
                           if target is not None else answer)
         return None
+
+
+def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
+    """Tools the upstream runs itself (web search, code execution, ...) are not function
+    tools the plan's ``allow_tools`` names: a plan enables them with ``features: [server_tools]``."""
+    kinds = getattr(parsed, "builtin_tools", None) or getattr(parsed, "server_tools", None)
+    principal = ctx.principal
+    if not kinds or (principal is not None and "server_tools" in principal.plan.features):
+        return None
+    return Refusal(Reason.feature_not_entitled, f"tools the upstream runs itself (`{kinds[0]}`) are not enabled on "
+                   "your plan (features: server_tools)", param="tools")
 
 
 def _not_yet(gap: Any) -> Refusal:
