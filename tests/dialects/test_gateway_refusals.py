@@ -60,6 +60,7 @@ async def refused(backend, gw, dialect: str, status: int, code: str, **kwargs: A
         assert set(body["error"]) == {"message", "type", "param", "code"}
     else:
         assert body["type"] == "error" and body["error"]["code"] == code
+        assert body["request_id"] == headers["x-request-id"] == headers["request-id"] == error.request_id
         assert body["error"]["type"] == {400: "invalid_request_error", 403: "permission_error",
                                          404: "not_found_error", 429: "rate_limit_error"}[status]
         assert not any(name.startswith("x-ratelimit-") for name in headers)

@@ -172,6 +172,10 @@ class DialectSend:
     def _headers(self, status: int, headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
         if self.dialect == "messages":
             headers = anthropic_from_openai(headers, self._clock())
+            for name, value in headers:
+                if name == b"x-request-id":   # Anthropic's SDK reads its own name (``_request_id``)
+                    headers.append((b"request-id", value))
+                    break
         if 400 <= status < 500 and status not in (408, 429) and NO_RETRY not in headers:
             headers.append(NO_RETRY)
         return headers
@@ -189,7 +193,7 @@ class DialectSend:
             body = message.get("body", b"")
             whole = not message.get("more_body", False)
             if whole and status >= 400 and self.dialect == "messages":
-                body = self._anthropic(status, body)
+                body = self._anthropic(status, body, dict(headers).get(b"x-request-id"))
                 headers = [(k, v) for k, v in headers if k != b"content-length"]
                 headers.append((b"content-length", b"%d" % len(body)))
                 start["headers"] = headers
@@ -201,8 +205,9 @@ class DialectSend:
         await self._send(message)
 
     @staticmethod
-    def _anthropic(status: int, body: bytes) -> bytes:
+    def _anthropic(status: int, body: bytes, request_id: bytes | None) -> bytes:
         error = _error_of(body)
         if error is None:
             return body
-        return messages_error_body(error.code or "upstream_error", status, error.message)
+        return messages_error_body(error.code or "upstream_error", status, error.message,
+                                   request_id.decode("latin-1") if request_id else None)
