@@ -340,8 +340,7 @@ class RedisPyConnections:
         self._max_idle = max_idle
 
     async def exchange(self, payload: bytes, count: int) -> Replies:
-        # redis-py leaves ConnectionPool.make_connection unannotated (it returns its connection_class)
-        conn = self._idle.pop() if self._idle else self._factory.make_connection()  # type: ignore[no-untyped-call]
+        conn = self._idle.pop() if self._idle else self._factory.make_connection()
         try:
             async with asyncio.timeout(self.timeout_s):
                 if not conn.is_connected:

@@ -27,14 +27,14 @@ class CachedChoice(msgspec.Struct, omit_defaults=True):
     content: str | None = None            # a chat message's content, or a completion's text
     refusal: str | None = None
     reasoning_content: str | None = None
-    tool_calls: list[dict] | None = None  # [{"id", "type", "function": {"name", "arguments"}}]
+    tool_calls: list[dict[str, Any]] | None = None  # [{"id", "type", "function": {"name", "arguments"}}]
 
 
 class CacheEntry(msgspec.Struct, omit_defaults=True):
     chat: bool
     model: str
     choices: list[CachedChoice]
-    usage: dict | None = None
+    usage: dict[str, Any] | None = None
     max_tokens: int | None = None          # what the request that made it asked for
 
     def serves(self, max_tokens: int | None) -> bool:
@@ -75,7 +75,7 @@ class CacheEntry(msgspec.Struct, omit_defaults=True):
         base = {"id": f"{'chatcmpl' if self.chat else 'cmpl'}-{request_id}", "object": kind, "created": now,
                 "model": self.model}
 
-        def event(choice: dict) -> SseEvent:
+        def event(choice: dict[str, Any]) -> SseEvent:
             return SseEvent(b"data: " + _encode({**base, "choices": [choice]}) + b"\n\n")
 
         out = []
@@ -196,7 +196,7 @@ class StreamAssembly:
             if fn.arguments:
                 slot["function"]["arguments"] += fn.arguments
 
-    def entry(self, usage: dict | None, max_tokens: int | None) -> CacheEntry | None:
+    def entry(self, usage: dict[str, Any] | None, max_tokens: int | None) -> CacheEntry | None:
         if not self._choices:
             return None
         for index, (content, refusal, reasoning) in self._parts.items():

@@ -109,7 +109,7 @@ class SemanticIndex:
         self.cfg = cfg
         self.encoder = encoder
         self._hasher = hashlib.blake2b(key=secret, digest_size=16, person=b"tw-semantic")
-        self._tenants: dict[str, tuple[OrderedDict[bytes, _Shape], deque]] = {}
+        self._tenants: dict[str, tuple[OrderedDict[bytes, _Shape], deque[tuple[bytes, str]]]] = {}   # per tenant: shapes, (shape, key) oldest first
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tw-semantic")
 
     def _hash(self, *parts: bytes) -> bytes:
@@ -178,7 +178,7 @@ class SemanticIndex:
         self._tenants.pop(tenant, None)
 
     @staticmethod
-    def _drop(shapes: OrderedDict, shape: bytes, key: str) -> None:
+    def _drop(shapes: OrderedDict[bytes, _Shape], shape: bytes, key: str) -> None:
         found = shapes.get(shape)
         if found is None or key not in found.keys:
             return

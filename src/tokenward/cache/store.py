@@ -19,7 +19,7 @@ from __future__ import annotations
 import collections
 import os
 import time
-from typing import Protocol
+from typing import Any, Callable, Protocol
 
 
 class CacheUnavailable(Exception):
@@ -44,7 +44,7 @@ class CacheStore(Protocol):
 class MemoryCache:
     name = "memory"
 
-    def __init__(self, max_entries: int, max_bytes: int, clock=time.monotonic) -> None:
+    def __init__(self, max_entries: int, max_bytes: int, clock: Callable[[], float] = time.monotonic) -> None:
         self._entries: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
         self._max_entries = max_entries
         self._max_bytes = max_bytes
@@ -147,7 +147,7 @@ class RedisCache:
             if cursor in (b"0", 0):
                 return removed
 
-    async def _call(self, route_key: str, command: bytes):
+    async def _call(self, route_key: str, command: bytes) -> Any:   # the RESP reply
         from ..budget.store import StoreUnavailable
 
         try:

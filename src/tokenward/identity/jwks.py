@@ -24,10 +24,11 @@ log = logging.getLogger("tokenward.identity")
 MAX_JWKS_BYTES = 1 << 20
 _KTY_FOR_ALG = {"RS": "RSA", "PS": "RSA", "ES": "EC", "Ed": "OKP"}
 
-Fetch = Callable[[str, float], Awaitable[dict]]
+# the JWKS document as parsed JSON, whatever its shape (_usable_keys reads only what fits)
+Fetch = Callable[[str, float], Awaitable[Any]]
 
 
-def _fetch_sync(url: str, timeout: float) -> dict:
+def _fetch_sync(url: str, timeout: float) -> Any:
     if not url.startswith(("https://", "http://")):
         raise ValueError(f"jwks_url must be http(s), got {url!r}")
     request = urllib.request.Request(url, headers={"accept": "application/json"})
@@ -38,13 +39,13 @@ def _fetch_sync(url: str, timeout: float) -> dict:
     return json.loads(data)
 
 
-async def fetch_jwks(url: str, timeout: float) -> dict:
+async def fetch_jwks(url: str, timeout: float) -> Any:
     # Rare (TTL expiry, key rotation): a worker thread keeps the event loop free.
     return await asyncio.to_thread(_fetch_sync, url, timeout)
 
 
-def _usable_keys(document: Any) -> dict[str, dict]:
-    keys: dict[str, dict] = {}
+def _usable_keys(document: Any) -> dict[str, dict[str, Any]]:
+    keys: dict[str, dict[str, Any]] = {}
     for jwk in (document.get("keys") if isinstance(document, dict) else None) or ():
         if not isinstance(jwk, dict) or jwk.get("kty") not in ("RSA", "EC", "OKP"):
             continue
@@ -60,12 +61,12 @@ class IssuerKeys:
         self.cfg = cfg
         self._fetch = fetch
         self._clock = clock
-        self._jwks: dict[str, dict] = {}
+        self._jwks: dict[str, dict[str, Any]] = {}
         self._prepared: dict[tuple[str, str], jwt.PyJWK] = {}
         self._fetched_at: float | None = None
         self._last_attempt: float | None = None
         self._last_forced: float | None = None
-        self._inflight: asyncio.Task | None = None
+        self._inflight: asyncio.Task[None] | None = None
         self.fetches = 0
 
     async def key_for(self, kid: str, alg: str) -> jwt.PyJWK | None:
@@ -97,7 +98,7 @@ class IssuerKeys:
             self._inflight.add_done_callback(self._fetch_done)
         await asyncio.shield(self._inflight)
 
-    def _fetch_done(self, _task: asyncio.Task) -> None:
+    def _fetch_done(self, _task: asyncio.Task[None]) -> None:
         self._inflight = None
 
     async def _fetch_now(self) -> None:
@@ -112,7 +113,7 @@ class IssuerKeys:
         self._prepared.clear()
         self._fetched_at = self._clock()
 
-    def _prepare(self, kid: str, jwk: dict, alg: str) -> jwt.PyJWK | None:
+    def _prepare(self, kid: str, jwk: dict[str, Any], alg: str) -> jwt.PyJWK | None:
         prepared = self._prepared.get((kid, alg))
         if prepared is not None:
             return prepared

@@ -33,7 +33,7 @@ class TokenRejected(Exception):
 class VerifiedToken:
     __slots__ = ("issuer", "subject", "tenant", "expires_at", "claims")
 
-    def __init__(self, issuer: str, subject: str, tenant: str | None, expires_at: float, claims: dict) -> None:
+    def __init__(self, issuer: str, subject: str, tenant: str | None, expires_at: float, claims: dict[str, Any]) -> None:
         self.issuer = issuer
         self.subject = subject
         self.tenant = tenant
@@ -41,7 +41,7 @@ class VerifiedToken:
         self.claims = claims
 
 
-def _claim(claims: dict, path: str) -> Any:
+def _claim(claims: dict[str, Any], path: str) -> Any:
     value: Any = claims
     for part in path.split("."):
         if not isinstance(value, dict):
@@ -50,7 +50,7 @@ def _claim(claims: dict, path: str) -> Any:
     return value
 
 
-def _scopes(claims: dict) -> list[str]:
+def _scopes(claims: dict[str, Any]) -> list[str]:
     scopes: list[str] = []
     for name in ("scope", "scp"):
         value = claims.get(name)
@@ -61,7 +61,7 @@ def _scopes(claims: dict) -> list[str]:
     return scopes
 
 
-def tenant_of(cfg: JwtIssuerConfig, claims: dict) -> str | None:
+def tenant_of(cfg: JwtIssuerConfig, claims: dict[str, Any]) -> str | None:
     if cfg.tenant_claim is not None:
         value = _claim(claims, cfg.tenant_claim)
         return value if isinstance(value, str) and value else None

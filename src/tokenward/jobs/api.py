@@ -14,6 +14,7 @@ from typing import Any, Callable
 import msgspec
 
 from ..errors import Reason, Refusal
+from ..http.asgi import Receive, Scope, Send
 from ..http.bodies import read_bounded
 from ..http.responses import JSON
 from ..pipeline.context import RequestContext
@@ -33,7 +34,7 @@ class JobsApi:
         self.identity = identity
         self.finish = finish
 
-    async def __call__(self, scope: dict, receive, send, request_id: str) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send, request_id: str) -> None:
         ctx = RequestContext(request_id, scope["method"], scope["path"], scope["headers"], receive, send,
                              perf_counter_ns())
         ctx.deciding_stage = "jobs"
@@ -55,7 +56,7 @@ class JobsApi:
             await out.whole(status, [JSON, (b"x-request-id", out.request_id)], _encode(body))
         self.finish(ctx)
 
-    async def _handle(self, ctx: RequestContext) -> tuple[int, dict | Refusal]:
+    async def _handle(self, ctx: RequestContext) -> tuple[int, dict[str, Any] | Refusal]:
         path, method = ctx.path.rstrip("/"), ctx.method
         job_id = path[len(PREFIX) + 1:] if path.startswith(PREFIX + "/") else None
         if path == PREFIX:
@@ -77,7 +78,7 @@ class JobsApi:
         found = await (self.book.view(tenant, job_id) if method == "GET" else self.book.cancel(tenant, job_id))
         return 200, found
 
-    async def _create(self, ctx: RequestContext, tenant: str) -> tuple[int, dict | Refusal]:
+    async def _create(self, ctx: RequestContext, tenant: str) -> tuple[int, dict[str, Any] | Refusal]:
         content_type = ctx.header(b"content-type") or b""
         if content_type.split(b";", 1)[0].strip().lower() != b"application/json":
             return 415, Refusal(Reason.unsupported_media_type, "content-type must be application/json")

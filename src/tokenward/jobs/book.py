@@ -10,7 +10,7 @@ calls are ``BudgetStore``'s job methods; the arithmetic is ``budget/job_policy.p
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Awaitable, Callable, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Sequence, TypeVar
 
 from ..budget import job_policy
 from ..budget.job_policy import Limits
@@ -163,7 +163,7 @@ class JobBook:
                        param=field, headers=_TERMINAL)
 
     # -- showing and cancelling ---------------------------------------------------------------
-    async def view(self, tenant: str, job_id: str) -> dict | Refusal:
+    async def view(self, tenant: str, job_id: str) -> dict[str, Any] | Refusal:
         job = await self.resolve(tenant, job_id)
         if isinstance(job, Refusal):
             return job
@@ -175,7 +175,7 @@ class JobBook:
         state = job_policy.state_name(job_value(record), [job_value(a) for a in ancestors], self.admitter.now_ms())
         return terms.public(meta, record, state)
 
-    async def cancel(self, tenant: str, job_id: str) -> dict | Refusal:
+    async def cancel(self, tenant: str, job_id: str) -> dict[str, Any] | Refusal:
         """Cancel a job and its whole subtree: children first, each handing its unused
         allowance back to its parent; then end this replica's open requests of them (other
         replicas notice within a tick of their watchers, runs.py)."""

@@ -71,7 +71,7 @@ class JobRuns:
     def __init__(self, book: JobBook) -> None:
         self.book = book
         self.open: set[JobRun] = set()
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self.stopped = 0
 
     def add(self, ctx: RequestContext, tenant: str, job: JobBudgets, reservation_id: str) -> JobRun:

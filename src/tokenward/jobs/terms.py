@@ -108,7 +108,7 @@ class JobBudgets:
         return joined
 
 
-def public(meta: JobMeta, record: Any, state: str) -> dict:
+def public(meta: JobMeta, record: Any, state: str) -> dict[str, Any]:
     """``GET /v1/jobs/{id}``: the job as a caller sees it."""
     value = record.value
     used, held, carved = (value.used, value.held, value.carved) if value is not None else (0, 0, 0)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 log = logging.getLogger("tokenward.keys")
 
@@ -22,7 +25,7 @@ def is_redis_url(url: str) -> bool:
     return url.startswith(REDIS_SCHEMES)
 
 
-def _client(url: str):
+def _client(url: str) -> Redis:
     import redis.asyncio as aioredis
 
     # health_check_interval: an idle subscription PINGs, so a dead connection is noticed.
@@ -48,7 +51,7 @@ class RedisInvalidation:
         self._on_change = on_change
         self._on_live = on_live
         self._client = _client(url)
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._subscribed = asyncio.Event()
         self.live = False
 

@@ -18,7 +18,7 @@ class LastUsedBatcher:
         self._write = write
         self._interval = max(interval_s, 0.05)
         self._pending: dict[str, float] = {}
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self.batches = 0
 
     def touch(self, key_id: str, now: float) -> None:

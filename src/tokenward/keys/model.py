@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import re
 
 import msgspec
@@ -37,7 +39,7 @@ class KeyRecord(msgspec.Struct, frozen=True, kw_only=True):
             return EXPIRED
         return ACTIVE
 
-    def public(self, now: float) -> dict:
+    def public(self, now: float) -> dict[str, Any]:
         """The record as shown to an operator: no hash, and the state as of now."""
         out = msgspec.structs.asdict(self)
         del out["secret_hash"]
@@ -55,7 +57,7 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     duration_s: float | None = None
     reviewer: str | None = None
     at: float = 0.0
-    detail: dict | None = None
+    detail: dict[str, Any] | None = None
 
 
 class KeyStoreError(TokenwardError):

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import builtins  # the classes below define a method named list, which hides the builtin in later annotations
 import logging
-from typing import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
 
 from .model import AuditRecord, KeyRecord
 from .store import KeyStore
+
+if TYPE_CHECKING:
+    from ..config.schema import Config
 
 log = logging.getLogger("tokenward.keys")
 
@@ -65,7 +68,7 @@ class KeyService:
             log.warning("key %s changed but the change could not be announced: %s", key_id, exc)
 
 
-def check_new_key(config, tenant: str, models: Sequence[str] | None) -> None:
+def check_new_key(config: Config, tenant: str, models: Sequence[str] | None) -> None:
     """Refuse a key that could never work: unknown tenant, or models outside the tenant's plan."""
     from ..config.loader import effective_plan
     from .model import KeyStoreError

@@ -45,7 +45,7 @@ def _audit(row: Any) -> AuditRecord:
 
 def _sqlite_setup(engine: AsyncEngine) -> None:
     @sa.event.listens_for(engine.sync_engine, "connect")
-    def _pragmas(dbapi_conn, _record) -> None:  # noqa: ANN001 - DBAPI objects
+    def _pragmas(dbapi_conn: Any, _record: Any) -> None:   # DBAPI objects: untyped by design
         cursor = dbapi_conn.cursor()
         # WAL: the gateway keeps reading while the CLI writes in another process.
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -126,7 +126,7 @@ class SqlKeyStore:
             return [_record(row) for row in await conn.execute(query)]
 
     async def revoke(self, key_id: str, *, reason: str, reviewer: str | None = None) -> KeyRecord:
-        def change(record: KeyRecord, now: float) -> dict:
+        def change(record: KeyRecord, now: float) -> dict[str, Any]:
             if record.status == REVOKED:
                 raise KeyStateError(f"key {key_id} is already revoked")
             return {"status": REVOKED, "suspended_until": None}
@@ -138,7 +138,7 @@ class SqlKeyStore:
         if not duration_s > 0:
             raise KeyStateError("a suspension needs a positive duration")
 
-        def change(record: KeyRecord, now: float) -> dict:
+        def change(record: KeyRecord, now: float) -> dict[str, Any]:
             if record.status == REVOKED:
                 raise KeyStateError(f"key {key_id} is revoked; a revoked key cannot be suspended")
             return {"status": SUSPENDED, "suspended_until": now + duration_s}
@@ -146,7 +146,7 @@ class SqlKeyStore:
         return await self._change(key_id, "suspend", reason, reviewer, duration_s, change)
 
     async def reinstate(self, key_id: str, *, reason: str, reviewer: str | None = None) -> KeyRecord:
-        def change(record: KeyRecord, now: float) -> dict:
+        def change(record: KeyRecord, now: float) -> dict[str, Any]:
             if record.status == ACTIVE:
                 raise KeyStateError(f"key {key_id} is not suspended or revoked")
             return {"status": ACTIVE, "suspended_until": None}
@@ -154,7 +154,7 @@ class SqlKeyStore:
         return await self._change(key_id, "reinstate", reason, reviewer, None, change)
 
     async def _change(self, key_id: str, action: str, reason: str, reviewer: str | None,
-                      duration_s: float | None, change: Callable[[KeyRecord, float], dict]) -> KeyRecord:
+                      duration_s: float | None, change: Callable[[KeyRecord, float], dict[str, Any]]) -> KeyRecord:
         async with self.engine.begin() as conn:
             query = api_keys.select().where(api_keys.c.id == key_id)
             if conn.dialect.name == "postgresql":
@@ -172,7 +172,7 @@ class SqlKeyStore:
         return updated
 
     async def _write_audit(self, conn: AsyncConnection, record: KeyRecord, action: str, reason: str | None,
-                           reviewer: str | None, now: float, duration_s: float | None, detail: dict) -> None:
+                           reviewer: str | None, now: float, duration_s: float | None, detail: dict[str, Any]) -> None:
         await conn.execute(key_audit.insert().values(
             key_id=record.id, tenant=record.tenant, action=action, reason=reason, scope=f"key:{record.id}",
             duration_s=duration_s, reviewer=reviewer, at=now, detail=detail))
