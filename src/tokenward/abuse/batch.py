@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable
 
-from .observe import AT_MAX, KEY, MODEL, OUTPUT, REASON, SCREENING, SOURCE, STATUS, STREAM, TENANT, TOOLS, VALIDATED
+from .observe import AT_MAX, KEY, Observation, MODEL, OUTPUT, REASON, SCREENING, SOURCE, STATUS, STREAM, TENANT, TOOLS, VALIDATED
 from .state import Batch
 
 # Refusals that count toward the "refusals" signal beside every 429: screening's refusals.
@@ -29,7 +29,7 @@ class Acc:
                      self.events)
 
 
-def _capabilities(obs: tuple) -> tuple[str, ...]:
+def _capabilities(obs: Observation) -> tuple[str, ...]:
     model = obs[MODEL]
     caps: tuple[str, ...] = ("model:" + model,) if model else ()
     if obs[TOOLS]:
@@ -39,7 +39,7 @@ def _capabilities(obs: tuple) -> tuple[str, ...]:
     return caps
 
 
-def aggregate(observations: Iterable[tuple], network: Callable[[Any], str | None]
+def aggregate(observations: Iterable[Observation], network: Callable[[Any], str | None]
               ) -> tuple[dict[str, Acc], dict[str, Acc]]:
     """(per key id, per tenant) accumulators of a batch."""
     keys: dict[str, Acc] = {}
@@ -78,7 +78,7 @@ def aggregate(observations: Iterable[tuple], network: Callable[[Any], str | None
     return keys, tenants
 
 
-def _screened(record: dict) -> list[tuple[str, str]]:
+def _screened(record: dict[str, Any]) -> list[tuple[str, str]]:
     """(detector kind, outcome) pairs of a screening record."""
     out = []
     for kind, entry in record.items():

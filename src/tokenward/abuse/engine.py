@@ -19,16 +19,17 @@ from ..control.metrics import EnforcementMetrics
 from ..control.model import Control
 from .batch import aggregate
 from .network import NetworkHasher, client_address
-from .observe import AT, Observer
+from .batch import Acc
+from .observe import AT, Observation, Observer
 from .policy import Proposal, propose
 from .signals import params_of, signals
-from .store import SEP, BandCall, SubjectCall, new_secret
+from .store import SEP, Band, BandCall, SubjectCall, new_secret
 
 log = logging.getLogger("tokenward.abuse")
 CLAIM_MS = 10_000   # a replica's claim on acting on a subject: the others' views catch up meanwhile
 
 
-def _params(proposal: Proposal) -> dict | None:
+def _params(proposal: Proposal) -> dict[str, Any] | None:
     rule = proposal.rule
     if rule.action == "reduce_concurrency":
         return {"concurrency": rule.concurrency}
@@ -37,7 +38,7 @@ def _params(proposal: Proposal) -> dict | None:
     return None
 
 
-def near_duplicates(owners: list[str], bands: list) -> dict[str, tuple[int, int]]:
+def near_duplicates(owners: list[str], bands: list[Band]) -> dict[str, tuple[int, int]]:
     """key id -> (distinct keys, distinct tenants) that sent a prompt sharing any band with
     its own: the union of its bands' members (a band's own count where it lists fewer)."""
     members: dict[str, set[str]] = {}
@@ -70,7 +71,7 @@ class AbuseEngine:
         self._clock = clock
         self._network: NetworkHasher | None = None
         self._sketcher: Any = None
-        self._task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
         self._last_sweep = 0.0
         self._lock = asyncio.Lock()
         self._failing = False
@@ -136,7 +137,7 @@ class AbuseEngine:
                 self.enforcement.observations += len(observations)
                 self.enforcement.batch_seconds += time.perf_counter() - started
 
-    async def _batch(self, observations: list[tuple], prompts: dict) -> list[Control]:
+    async def _batch(self, observations: list[Observation], prompts: dict[str, Any]) -> list[Control]:
         now = int(max(o[AT] for o in observations))
         keys, tenants = aggregate(observations, self._source)
         for key_id, request in prompts.items():
@@ -164,7 +165,7 @@ class AbuseEngine:
                 proposals += propose(self.cfg, "tenant", name, None, found)
         return await self._act(proposals, now)
 
-    async def _campaign(self, keys: dict, now: int) -> dict[str, tuple[int, int]]:
+    async def _campaign(self, keys: dict[str, Acc], now: int) -> dict[str, tuple[int, int]]:
         """key id -> (distinct keys, distinct tenants) of the largest campaign its prompt is in."""
         sketcher = self._sketcher
         if sketcher is None:

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 # fields of an observation (a plain tuple: cheaper to build than a named one)
 AT, TENANT, KEY, REASON, STATUS, OUTPUT, AT_MAX, MODEL, STREAM, VALIDATED, TOOLS, SOURCE, SCREENING = range(13)
+Observation = tuple[Any, ...]   # its fields at the indices above
 MAX_PROMPTS = 4096
 
 
@@ -22,14 +23,14 @@ class Observer:
     __slots__ = ("buffer", "prompts", "max_buffer", "dropped", "_clock", "_header")
 
     def __init__(self, clock: Callable[[], float], max_buffer: int, network_header: str | None) -> None:
-        self.buffer: list[tuple] = []
+        self.buffer: list[Observation] = []
         self.prompts: dict[str, Any] = {}     # key id -> its latest admitted validated request
         self.max_buffer = max_buffer
         self.dropped = 0
         self._clock = clock
         self._header = network_header.lower().encode() if network_header else None
 
-    def take(self) -> tuple[list[tuple], dict[str, Any]]:
+    def take(self) -> tuple[list[Observation], dict[str, Any]]:
         """What was observed since the last take (the batch's), leaving both empty."""
         buffer, prompts = self.buffer, self.prompts
         self.buffer, self.prompts = [], {}

@@ -11,12 +11,15 @@ meet a script cache that lost them (a restart, a failover, another node).
 from __future__ import annotations
 
 from importlib import resources
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 from ..budget.limits import safe
 from ..budget.resp import pack
 from .state import Batch, Params, Raw
 from .store import LISTED, Band, BandCall, SubjectCall
+
+if TYPE_CHECKING:
+    from ..budget.redis import RedisStore
 
 
 def _script(name: str) -> bytes:
@@ -36,7 +39,7 @@ def _pairs(table: dict[str, int]) -> list[object]:
 class RedisSignalStore:
     name = "redis"
 
-    def __init__(self, store, prefix: str = "tw") -> None:
+    def __init__(self, store: RedisStore, prefix: str = "tw") -> None:
         self.store = store            # a budget.redis.RedisStore of our own
         self.prefix = prefix
 
@@ -99,7 +102,7 @@ class RedisSignalStore:
         key = f"{self.prefix}:a:secret"
         _, secret = await self.store.run_keyed([(key, pack(b"SET", key, candidate, b"NX")),
                                                 (key, pack(b"GET", key))])
-        return secret
+        return bytes(secret)   # GET's bulk reply
 
     async def claim(self, name: str, now_ms: int, ttl_ms: int) -> bool:
         key = f"{self.prefix}:a:claim:{safe(name)}"

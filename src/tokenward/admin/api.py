@@ -33,6 +33,7 @@ import msgspec
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal, envelope
+from ..http.asgi import Receive, Scope, Send
 from ..http.bodies import read_bounded
 from ..http.responses import JSON, code_header, send_bytes
 from ..keys import format as keyformat
@@ -58,15 +59,18 @@ def _error(status: int, code: str, message: str, param: str | None = None) -> _P
     return _Problem(status, body, code)
 
 
+# A route's answer: (status, body) or (status, body, extra headers)
+Answer = tuple[Any, ...]
+
 def _refusal(reason: Reason, message: str, param: str | None = None) -> _Problem:
     return _Problem(reason.status, envelope(reason, message, param), reason.name)
 
 
 @overload
-def _text(body: dict, name: str, required: Literal[True]) -> str: ...
+def _text(body: dict[str, Any], name: str, required: Literal[True]) -> str: ...
 @overload
-def _text(body: dict, name: str, required: bool = False) -> str | None: ...
-def _text(body: dict, name: str, required: bool = False) -> str | None:
+def _text(body: dict[str, Any], name: str, required: bool = False) -> str | None: ...
+def _text(body: dict[str, Any], name: str, required: bool = False) -> str | None:
     value = body.get(name)
     if value is None and not required:
         return None
@@ -75,7 +79,7 @@ def _text(body: dict, name: str, required: bool = False) -> str | None:
     return value
 
 
-def _names(body: dict, name: str) -> list[str] | None:
+def _names(body: dict[str, Any], name: str) -> list[str] | None:
     value = body.get(name)
     if value is None:
         return None
@@ -85,10 +89,10 @@ def _names(body: dict, name: str) -> list[str] | None:
 
 
 @overload
-def _duration(body: dict, name: str, required: Literal[True]) -> float: ...
+def _duration(body: dict[str, Any], name: str, required: Literal[True]) -> float: ...
 @overload
-def _duration(body: dict, name: str, required: bool) -> float | None: ...
-def _duration(body: dict, name: str, required: bool) -> float | None:
+def _duration(body: dict[str, Any], name: str, required: bool) -> float | None: ...
+def _duration(body: dict[str, Any], name: str, required: bool) -> float | None:
     value = body.get(name)
     if value is None:
         if required:
@@ -118,9 +122,9 @@ class AdminApi:
         # Routes other parts own (operator controls, the status page; control/admin.py):
         # (method, first path part) -> async (parts, query, receive) -> (status, body[, headers]),
         # or None when the path is not theirs after all
-        self.routes: dict[tuple[str, str], Callable[..., Awaitable[tuple | None]]] = {}
+        self.routes: dict[tuple[str, str], Callable[..., Awaitable[Answer | None]]] = {}
 
-    async def __call__(self, scope: dict, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = b"admin_" + f"{time.monotonic_ns():x}".encode()
         headers = None
         try:
@@ -139,7 +143,7 @@ class AdminApi:
             headers = [JSON, code_header(Reason.internal_error.name)]
         await send_bytes(send, status, [*(headers or (JSON,)), (b"x-request-id", request_id)], body)
 
-    def _authorize(self, scope: dict) -> None:
+    def _authorize(self, scope: Scope) -> None:
         presented = None
         for name, value in scope["headers"]:
             if name == b"authorization":
@@ -154,7 +158,7 @@ class AdminApi:
         if not hmac.compare_digest(presented, self._token):
             raise _refusal(Reason.invalid_credentials, "invalid admin token")
 
-    async def _route(self, scope: dict, receive) -> tuple:
+    async def _route(self, scope: Scope, receive: Receive) -> Answer:
         method = scope["method"]
         parts = scope["path"].rstrip("/").split("/")[2:]  # "", "admin", ...
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
@@ -209,7 +213,7 @@ class AdminApi:
         records = await self.keys.audit(key_id)
         return _encode({"object": "list", "data": [msgspec.structs.asdict(r) for r in records]})
 
-    async def _create(self, body: dict) -> bytes:
+    async def _create(self, body: dict[str, Any]) -> bytes:
         tenant = _text(body, "tenant", required=True)
         models = _names(body, "models")
         environments = _names(body, "environments")
@@ -225,7 +229,7 @@ class AdminApi:
             reason=_text(body, "reason"), reviewer=_text(body, "reviewer") or "admin-api")
         return _encode({"key": plaintext, **record.public(now)})
 
-    async def _change(self, action: str, ident: str, body: dict) -> bytes:
+    async def _change(self, action: str, ident: str, body: dict[str, Any]) -> bytes:
         key_id = _key_id(ident)
         reason = _text(body, "reason", required=True)
         reviewer = _text(body, "reviewer") or "admin-api"
@@ -266,7 +270,7 @@ def _key_id(ident: str) -> str:
     return key_id
 
 
-async def _read_json(receive) -> dict:
+async def _read_json(receive: Receive) -> dict[str, Any]:
     raw = await read_bounded(receive, MAX_BODY_BYTES, "an admin request body")
     if isinstance(raw, Refusal):
         raise _refusal(raw.reason, raw.message)
