@@ -68,7 +68,7 @@ class _Ctx:
         self.died = False  # the mock cut the connection itself: not a client cancel
 
 
-async def send_json(send: Send, status: int, body: bytes, extra: list | None = None) -> None:
+async def send_json(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]] | None = None) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if extra:
         headers.extend(extra)
@@ -81,7 +81,7 @@ async def _read_body(receive: Receive) -> bytes | None:
     message = await receive()
     if message["type"] == "http.disconnect":
         return None
-    body = message.get("body", b"")
+    body: bytes = message.get("body", b"")
     if not message.get("more_body"):
         return body
     chunks = [body]
@@ -187,7 +187,7 @@ class MockUpstream:
         ctx = _Ctx(receive)
         await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload))
 
-    async def _echo(self, send: Send, steer: Steering, size: int, plan: Plan, body: dict, stream: bool,
+    async def _echo(self, send: Send, steer: Steering, size: int, plan: Plan, body: dict[str, Any], stream: bool,
                     chat: bool) -> None:
         text = echo.echo_text(chat, body)
         ids = self._new_id(plan)
@@ -202,7 +202,7 @@ class MockUpstream:
             await send({"type": "http.response.body", "body": event, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-    async def _native(self, send: Send, route: str, body: dict, steer: Steering) -> None:
+    async def _native(self, send: Send, route: str, body: dict[str, Any], steer: Steering) -> None:
         try:
             plan = native.plan_for(route, body, steer)
         except BadRequest as exc:

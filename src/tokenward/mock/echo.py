@@ -15,7 +15,7 @@ from typing import Any
 from .formats import Plan, encode
 
 
-def echo_text(chat: bool, body: dict) -> str:
+def echo_text(chat: bool, body: dict[str, Any]) -> str:
     if not chat:
         prompt = body.get("prompt", "")
         return prompt if isinstance(prompt, str) else " ".join(p for p in prompt if isinstance(p, str))
@@ -61,7 +61,7 @@ def stream_events(plan: Plan, text: str, size: int, tool: str | None, rid: str, 
     kind = "chat.completion.chunk" if plan.chat else "text_completion"
     base = {"id": rid, "object": kind, "created": created, "model": plan.model}
 
-    def event(choice: dict) -> bytes:
+    def event(choice: dict[str, Any]) -> bytes:
         return b"data: " + encode({**base, "choices": [choice]}) + b"\n\n"
 
     out = []

@@ -26,7 +26,7 @@ encode = msgspec.json.encode
 _decoder = msgspec.json.Decoder()
 
 
-def decode_body(raw: bytes) -> dict:
+def decode_body(raw: bytes) -> dict[str, Any]:
     try:
         body = _decoder.decode(raw)
     except msgspec.DecodeError as exc:
@@ -86,14 +86,14 @@ class Plan:
         }
 
 
-def _model(body: dict) -> str:
+def _model(body: dict[str, Any]) -> str:
     model = body.get("model", "mock-model")
     if not isinstance(model, str):
         raise BadRequest("model: expected a string")
     return model
 
 
-def build_plan(chat: bool, body: dict, steer: Steering) -> Plan:
+def build_plan(chat: bool, body: dict[str, Any], steer: Steering) -> Plan:
     n = body.get("n")
     if n is None:
         n = 1
@@ -180,7 +180,7 @@ class StreamFormat:
         base = {"id": rid, "object": obj, "created": created, "model": plan.model}
         indices = range(plan.choices)
 
-        def sse(choice: dict) -> bytes:
+        def sse(choice: dict[str, Any]) -> bytes:
             return b"data: " + encode({**base, "choices": [choice]}) + b"\n\n"
 
         if plan.chat:
@@ -196,11 +196,11 @@ class StreamFormat:
             self.usage = b"data: " + encode({**base, "choices": [], "usage": plan.usage()}) + b"\n\n"
 
 
-def _delta(index: int, delta: dict, finish: str | None) -> dict:
+def _delta(index: int, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
     return {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
 
 
-def _text(index: int, text: str, finish: str | None) -> dict:
+def _text(index: int, text: str, finish: str | None) -> dict[str, Any]:
     return {"index": index, "text": text, "logprobs": None, "finish_reason": finish}
 
 
@@ -226,7 +226,7 @@ def _vector(item: Any) -> list[float]:
     return [round(math.sin(seed + i), 6) for i in range(EMBEDDING_DIM)]
 
 
-def embeddings_body(body: dict) -> bytes:
+def embeddings_body(body: dict[str, Any]) -> bytes:
     raw: Any = body.get("input")   # a string, token ids or a list of either (item_tokens checks)
     counts = item_tokens(raw, "input")
     items = [raw] if isinstance(raw, str) or _is_ids(raw) else raw

@@ -26,7 +26,7 @@ def _text_of(content: Any) -> str:
     return ""
 
 
-def last_text(route: str, body: dict) -> str:
+def last_text(route: str, body: dict[str, Any]) -> str:
     """The last user text: what ``x-mock-tool-call`` echoes as the call's arguments."""
     if route == RESPONSES:
         items = body.get("input")
@@ -38,7 +38,7 @@ def last_text(route: str, body: dict) -> str:
     return _text_of(turns[-1].get("content")) if turns else ""
 
 
-def plan_for(route: str, body: dict, steer: Steering) -> Plan:
+def plan_for(route: str, body: dict[str, Any], steer: Steering) -> Plan:
     """The chat plan of a native request: its messages' text, its output bound."""
     if route == RESPONSES:
         items = body.get("input")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 TOKENS = b"x-mock-tokens"
 TOKEN_RATE = b"x-mock-token-rate"
@@ -155,7 +155,7 @@ def _apply(steer: Steering, name: bytes, value: bytes) -> None:
     # Unknown x-mock-* headers are ignored so newer tests run against older mocks.
 
 
-def output_tokens(steer: Steering, body: dict) -> tuple[int, bool]:
+def output_tokens(steer: Steering, body: dict[str, Any]) -> tuple[int, bool]:
     """Tokens to generate per choice, and whether that count was capped by max_tokens.
 
     The cap decides finish_reason: "length" when the limit was hit, else "stop".
