@@ -254,3 +254,22 @@ async def test_images_reach_the_backend_as_chat_image_parts(running):
     assert sent == [{"type": "image_url", "image_url": {"url": url}}, {"type": "text", "text": "What is this?"}]
     record = gw.decisions()[-1]
     assert record["status"] == 200 and record["notes"]["dialect"] == "messages"
+
+
+async def test_a_dialect_request_runs_in_an_agent_job(running):
+    """x-tokenward-job on /v1/responses and /v1/messages: each admitted request is an
+    attempt of the job and its usage is the job's spend, as on chat."""
+    backend, gw = running
+    key = gw.extra["keys"]["team"]
+    async with gw.client() as http:
+        made = (await http.post(gw.url + "/v1/jobs", json={"budget_tokens": 5000},
+                                headers={"authorization": f"Bearer {key}"})).json()
+        job = {"x-tokenward-job": made["id"]}
+        first = await openai_client(gw, **job).responses.create(model=MODEL, input="hello there", max_output_tokens=8)
+        async with anthropic_client(gw, **job) as sdk:
+            second = await sdk.messages.create(model=MODEL, max_tokens=8,
+                                               messages=[{"role": "user", "content": "hello there"}])
+        state = (await http.get(gw.url + f"/v1/jobs/{made['id']}", headers={"authorization": f"Bearer {key}"})).json()
+    assert state["attempts"] == 2
+    used = first.usage.total_tokens + second.usage.input_tokens + second.usage.output_tokens
+    assert state["spent_tokens"] == used and state["reserved_tokens"] == 0
