@@ -11,9 +11,16 @@ the legend sits beside the panel, so no text lies on a line.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import os
 import textwrap
 
 from .result import Panel, Result, Series
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 _STYLES = {"-": "-", "--": "--", ":": ":", "-.": "-."}
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
@@ -21,7 +28,7 @@ _HEADROOM = 0.16        # of the data's height, above it, for the marks' labels
 _MARKS_PER_LINE = 8
 
 
-def figure(result: Result):
+def figure(result: Result) -> Figure:
     """The matplotlib figure of a result (not saved): one panel under another."""
     import matplotlib
 
@@ -37,7 +44,7 @@ def figure(result: Result):
     return fig
 
 
-def _draw(ax, panel: Panel) -> None:
+def _draw(ax: Axes, panel: Panel) -> None:
     count = len(panel.series)
     for i, series in enumerate(panel.series):
         points = len(series.x)
@@ -105,5 +112,5 @@ def _names(labels: list[str]) -> str:
     return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
 
 
-def save(result: Result, path) -> None:
+def save(result: Result, path: str | os.PathLike[str]) -> None:
     figure(result).savefig(path, metadata={"Software": None})

@@ -3,6 +3,8 @@ numbers that the JSON, the PNG and the page are all written from."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 from dataclasses import asdict, dataclass, field
 
@@ -31,7 +33,7 @@ class Result:
     question: str             # what the scenario answers, in one sentence
     assumptions: list[str]
     columns: list[str]
-    rows: list[list]
+    rows: list[list[Any]]
     panels: list[Panel]
     finding: str = ""         # what the numbers say
     seed: int = 0
@@ -40,7 +42,7 @@ class Result:
         return json.dumps(_rounded(asdict(self)), indent=1, ensure_ascii=False) + "\n"
 
 
-def _rounded(value):
+def _rounded(value: Any) -> Any:
     """Floats to 4 decimals: the JSON is the same bytes on every run and machine."""
     if isinstance(value, float):
         return round(value, 4) + 0.0

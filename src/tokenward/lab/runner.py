@@ -19,6 +19,7 @@ def run(name: str, seed: int, tick: Callable[[float], None] = lambda fraction: N
     level = quiet.level
     quiet.setLevel(logging.ERROR)   # the reconciler's warnings are the scenario's subject, not news
     try:
-        return asyncio.run(module.run(seed, tick))
+        result: Result = asyncio.run(module.run(seed, tick))   # each scenario module's run()
+        return result
     finally:
         quiet.setLevel(level)

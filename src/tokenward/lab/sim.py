@@ -16,6 +16,7 @@ from ..budget.admission import Admitter, Decision
 from ..budget.memory import MemoryStore
 from ..config import parse_config
 from ..config.loader import effective_plan
+from ..config.schema import PlanConfig
 from ..jobs.book import JobBook
 
 START = 1_700_000_040.0   # a fixed epoch (UTC 22:14:00): every run starts at the same instant
@@ -54,7 +55,7 @@ class Sim:
         self.jobs = JobBook(self.admitter)
         self.rng = random.Random(seed)
 
-    def plan(self, tenant: str):
+    def plan(self, tenant: str) -> PlanConfig:
         return effective_plan(self.config, tenant)
 
     async def reserve(self, tenant: str, tokens: int, model: str | None = None, job: Any = None,

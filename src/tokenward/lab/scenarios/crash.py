@@ -3,7 +3,7 @@ them, telling a reservation abandoned before dispatch from work that may still b
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, cast
 
 from ...budget.limits import tenant_namespace
 from ...errors import Refusal
@@ -23,7 +23,7 @@ SECONDS, CRASH, TOKENS = 120, 12.0, 3000
 NS = tenant_namespace("tw", "acme")
 
 
-async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str], dict[str, float], dict[str, list]]:
+async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str], dict[str, float], dict[str, list[float]]]:
     """(the requests' names, when each was settled, the series per second): a worker
     reserves three requests, two of them in a job (one dispatched), then dies at CRASH."""
     clock, store = Clock(), MemoryStore()
@@ -41,7 +41,7 @@ async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str]
         reservations[name] = decision.ticket.reservation_id
     await store.dispatch(NS, reservations["job request, dispatched"], [meta.id], worker.admitter.now_ms())
     settled_at: dict[str, float] = {}
-    series: dict[str, list] = {"xs": [], "held": [], "spent": [], "slots": [], "inflight": []}
+    series: dict[str, list[float]] = {"xs": [], "held": [], "spent": [], "slots": [], "inflight": []}
     t = 5.0
     while t <= SECONDS:
         clock.at(t)
@@ -58,8 +58,9 @@ async def _simulate(seed: int, tick: Callable[[float], None]) -> tuple[list[str]
         series["xs"].append(t)
         series["held"].append(value.held)
         series["spent"].append(value.used - value.held)
-        series["slots"].append(await store.value(f"{NS}:g:streams") or 0)
-        series["inflight"].append(await store.value(f"{NS}:g:inflight") or 0)
+        # gauges: counts (policy.Stored, read by their kind)
+        series["slots"].append(cast("int | None", await store.value(f"{NS}:g:streams")) or 0)
+        series["inflight"].append(cast("int | None", await store.value(f"{NS}:g:inflight")) or 0)
         tick(t / SECONDS)
         t += 1.0
     await worker.close()

@@ -10,6 +10,12 @@ from typing import Awaitable, Callable
 from ..sim import Clock
 
 Action = Callable[[], Awaitable[None]]
+Tick = Callable[[float], None]   # the share of the run done so far, for a progress line
+
+
+def part_of(tick: Tick, n: int, parts: int) -> Tick:
+    """The tick of the n-th of ``parts`` equal parts of a run."""
+    return lambda f: tick((n + f) / parts)
 
 
 class Events:
@@ -34,7 +40,7 @@ class Events:
         self.clock.at(until)
 
 
-def per_window(times: list[float], weights: list[float], window: float, until: float) -> tuple[list, list]:
+def per_window(times: list[float], weights: list[float], window: float, until: float) -> tuple[list[float], list[float]]:
     """Sums per window of ``window`` seconds, as a rate per minute, at each window's end."""
     bins = [0.0] * int(until / window)
     for t, w in zip(times, weights):
@@ -45,7 +51,7 @@ def per_window(times: list[float], weights: list[float], window: float, until: f
     return [round((i + 1) * window, 3) for i in range(len(bins))], [b * scale for b in bins]
 
 
-def cumulative(times: list[float], weights: list[float], step: float, until: float) -> tuple[list, list]:
+def cumulative(times: list[float], weights: list[float], step: float, until: float) -> tuple[list[float], list[float]]:
     """The running total at every ``step`` seconds."""
     xs, ys, total, i = [], [], 0.0, 0
     pairs = sorted(zip(times, weights))

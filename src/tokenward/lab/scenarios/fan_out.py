@@ -5,13 +5,13 @@ tries to escape its job's bound by making new jobs (or making up ids)."""
 from __future__ import annotations
 
 from functools import partial
-from typing import Callable
+from typing import Any, Callable
 
 from ...errors import Reason, Refusal
 from ...jobs.terms import JobBudgets, JobRequest, job_value
 from ..result import Panel, Result, Series
 from ..sim import Sim
-from .events import Events, cumulative
+from .events import Action, Events, Tick, cumulative, part_of
 
 CONFIG = """
 plans:
@@ -35,22 +35,22 @@ class _Variant:
     attempt reserves UNITS (in the parent's job when there is one), runs RUN_S, and either
     finishes its task or, the tool having failed, is retried."""
 
-    def __init__(self, seed: int, variant: str, outcomes: list) -> None:
+    def __init__(self, seed: int, variant: str, outcomes: list[list[list[bool]]]) -> None:
         self.sim = Sim(CONFIG, seed=seed)
         self.events = Events(self.sim.clock)
         self.variant = variant
         self.outcomes = outcomes
-        self.out: dict = {"units": [], "done": [], "attempts": 0, "denied": 0, "terminal": 0, "retryable": 0,
+        self.out: dict[str, Any] = {"units": [], "done": [], "attempts": 0, "denied": 0, "terminal": 0, "retryable": 0,
                           "jobs": 0, "peak": 0}
 
-    async def run(self, tick) -> dict:
+    async def run(self, tick: Tick) -> dict[str, Any]:
         for p in range(PARENTS):
             self.events.at(p * EVERY, self._start(p))
         await self.events.run(SECONDS, tick)
         await self.sim.close()
         return self.out
 
-    def _start(self, p: int):
+    def _start(self, p: int) -> Action:
         async def go() -> None:
             parent = Parent()
             if self.variant in ("job budget 100", "client makes new jobs") and not await self._new_job(parent):
@@ -109,7 +109,7 @@ class _Variant:
         events.after(RUN_S, done)
 
 
-async def _variant(seed: int, variant: str, outcomes: list, tick) -> dict:
+async def _variant(seed: int, variant: str, outcomes: list[list[list[bool]]], tick: Tick) -> dict[str, Any]:
     return await _Variant(seed, variant, outcomes).run(tick)
 
 
@@ -120,7 +120,7 @@ async def run(seed: int, tick: Callable[[float], None]) -> Result:
     outcomes = [[[rng.random() < SUCCESS for _ in range(ATTEMPTS)] for _ in range(TASKS)] for _ in range(PARENTS)]
     rows, spent, finished = [], [], []
     for n, variant in enumerate(VARIANTS):
-        out = await _variant(seed, variant, outcomes, lambda f, n=n: tick((n + f) / len(VARIANTS)))
+        out = await _variant(seed, variant, outcomes, part_of(tick, n, len(VARIANTS)))
         units = sum(u for _, u in out["units"])
         done = len(out["done"])
         refusals = out["terminal"] + out["retryable"]

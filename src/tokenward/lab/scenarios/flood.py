@@ -3,11 +3,11 @@ declares the plan's largest output, against the same traffic declaring what it n
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from ..result import Panel, Result, Series
 from ..sim import Sim
-from .events import Events, per_window
+from .events import Events, Tick, part_of, per_window
 
 CONFIG = """
 plans:
@@ -20,10 +20,10 @@ VARIANTS = (("max_tokens 8192 (the flood)", 8192, True), ("max_tokens 512 (what 
             ("max_tokens 8192, usage unknown", 8192, False))
 
 
-async def _variant(seed: int, max_tokens: int, usage_known: bool, tick) -> dict:
+async def _variant(seed: int, max_tokens: int, usage_known: bool, tick: Tick) -> dict[str, Any]:
     sim = Sim(CONFIG, seed=seed)
     events = Events(sim.clock)
-    out: dict = {"admitted": [], "refused": [], "used": [], "denied": 0, "retryable": 0, "terminal": 0}
+    out: dict[str, Any] = {"admitted": [], "refused": [], "used": [], "denied": 0, "retryable": 0, "terminal": 0}
 
     async def arrive() -> None:
         need = PROMPT + max_tokens
@@ -52,7 +52,7 @@ async def _variant(seed: int, max_tokens: int, usage_known: bool, tick) -> dict:
 async def run(seed: int, tick: Callable[[float], None]) -> Result:
     rows, series = [], []
     for n, (label, max_tokens, known) in enumerate(VARIANTS):
-        out = await _variant(seed, max_tokens, known, lambda f, n=n: tick((n + f) / len(VARIANTS)))
+        out = await _variant(seed, max_tokens, known, part_of(tick, n, len(VARIANTS)))
         admitted, refused = len(out["admitted"]), len(out["refused"])
         used = sum(u for _, u in out["used"])
         minutes = SECONDS / 60

@@ -8,7 +8,7 @@ from typing import Callable
 from ...budget.memory import MemoryStore
 from ..result import Panel, Result, Series
 from ..sim import Clock, Sim
-from .events import Events, cumulative
+from .events import Action, Events, Tick, cumulative, part_of
 
 CONFIG = """
 plans:
@@ -19,7 +19,7 @@ REPLICAS, SECONDS, RATE, TOKENS, LIMIT = 3, 240, 6, 1000, 60_000
 MODES = ("3 replicas, one shared store", "3 replicas, process-local limiters", "1 replica")
 
 
-async def _mode(seed: int, mode: str, tick) -> list[float]:
+async def _mode(seed: int, mode: str, tick: Tick) -> list[float]:
     clock = Clock()
     shared = MemoryStore()
     count = 1 if mode == "1 replica" else REPLICAS
@@ -27,7 +27,7 @@ async def _mode(seed: int, mode: str, tick) -> list[float]:
     events = Events(clock)
     admitted: list[float] = []
 
-    def arrive(i: int):
+    def arrive(i: int) -> Action:
         async def go() -> None:
             sim = sims[i % count]                      # the load balancer: round robin
             decision = await sim.reserve("acme", TOKENS)
@@ -56,7 +56,7 @@ def _max_in_window(times: list[float], window: float) -> int:
 async def run(seed: int, tick: Callable[[float], None]) -> Result:
     rows, series = [], []
     for n, mode in enumerate(MODES):
-        admitted = await _mode(seed, mode, lambda f, n=n: tick((n + f) / len(MODES)))
+        admitted = await _mode(seed, mode, part_of(tick, n, len(MODES)))
         total = len(admitted) * TOKENS
         steady = sum(1 for t in admitted if t >= 120) * TOKENS / ((SECONDS - 120) / 60)
         rows.append([mode, total, round(steady), round(steady / LIMIT, 2), _max_in_window(admitted, 60) * TOKENS])

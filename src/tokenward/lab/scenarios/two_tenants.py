@@ -3,11 +3,11 @@ interactive work, under a single shared pool and under per-tenant shares plus th
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from ..result import Panel, Result, Series
 from ..sim import Sim, percentile
-from .events import Events, per_window
+from .events import Action, Events, Tick, part_of, per_window
 
 BASE = """
 upstreams: {local: {base_url: "http://127.0.0.1:9/v1"}}
@@ -25,13 +25,13 @@ A_START, A_END, A_RATE, A_TOKENS, A_TRIES = 20, 80, 100, 300, 3
 B_RATE, B_TOKENS, B_TRIES = 2, 500, 6
 
 
-async def _mode(seed: int, shares: str, tick) -> dict:
+async def _mode(seed: int, shares: str, tick: Tick) -> dict[str, dict[str, Any]]:
     sim = Sim(BASE % shares, seed=seed)
     events = Events(sim.clock)
-    out: dict = {t: {"admitted": [], "tokens": [], "delays": [], "given_up": 0, "refusals": 0, "terminal": 0}
+    out: dict[str, dict[str, Any]] = {t: {"admitted": [], "tokens": [], "delays": [], "given_up": 0, "refusals": 0, "terminal": 0}
                  for t in "ab"}
 
-    def client(tenant: str, tokens: int, tries: int):
+    def client(tenant: str, tokens: int, tries: int) -> Callable[[], Action]:
         async def attempt(first: float, left: int) -> None:
             decision = await sim.reserve(tenant, tokens, "chat")
             stats, now = out[tenant], sim.clock.elapsed
@@ -52,7 +52,7 @@ async def _mode(seed: int, shares: str, tick) -> dict:
             # the client honours Retry-After (whole seconds, from the bucket's refill arithmetic)
             events.after(decision.retry_after + sim.rng.random() * 0.05, lambda: attempt(first, left - 1))
 
-        def start() -> Callable:
+        def start() -> Action:
             return lambda: attempt(sim.clock.elapsed, tries)
         return start
 
@@ -71,7 +71,7 @@ async def run(seed: int, tick: Callable[[float], None]) -> Result:
     rows, rates, delays = [], [], []
     offered_b = SECONDS * B_RATE * B_TOKENS
     for n, (label, shares) in enumerate(MODES):
-        out = await _mode(seed, shares, lambda f, n=n: tick((n + f) / len(MODES)))
+        out = await _mode(seed, shares, part_of(tick, n, len(MODES)))
         a, b = out["a"], out["b"]
         refusals = a["refusals"] + b["refusals"]
         rows.append([label, round(sum(b["tokens"]) / offered_b, 3), round(percentile(b["delays"], 50), 3),
