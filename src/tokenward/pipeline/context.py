@@ -2,18 +2,22 @@
 
 Stages write only their own slot (identity -> ``principal``, entitlement ->
 ``entitlement``, validation -> ``request``, work -> ``work``, admission ->
-``reservation``, screening -> ``screening``, transform -> ``transform``) and read the
+``reservation``, screening -> ``screening``) and read the
 slots of the stages before them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from ..errors import Refusal
 from ..reconcile.usage import UNKNOWN, Usage
 from ..wire.request_body import RequestBody
 from .lifecycle import Lifecycle
+from .results import Work
+
+if TYPE_CHECKING:
+    from .disconnect import DisconnectWatch
 
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Header = tuple[bytes, bytes]
@@ -23,7 +27,7 @@ class RequestContext:
     __slots__ = (
         "request_id", "method", "path", "headers", "receive", "send", "started_ns",
         "lifecycle", "route", "parsed", "model", "stream",
-        "principal", "entitlement", "request", "work", "reservation", "screening", "transform",
+        "principal", "entitlement", "request", "work", "reservation", "screening",
         "timings", "response_headers", "usage", "upstream_status", "deciding_stage",
         "reason", "status", "notes", "disconnect", "transforms", "outbound", "answered_by", "cache",
         "job",
@@ -48,10 +52,9 @@ class RequestContext:
         self.principal: Any = None
         self.entitlement: Any = None
         self.request: Any = None
-        self.work: Any = None
+        self.work: Work | None = None
         self.reservation: Any = None
         self.screening: Any = None
-        self.transform: Any = None
         self.timings: list[tuple[str, int]] = []
         # Extra headers for an admitted response (rate-limit headers and the like).
         self.response_headers: list[Header] = []
@@ -62,7 +65,7 @@ class RequestContext:
         self.status: int | None = None
         # Free-form facts for the decision record (counts, flags), set by stages.
         self.notes: dict[str, Any] | None = None
-        self.disconnect: Any = None
+        self.disconnect: DisconnectWatch | None = None
         # Response transforms stages register while admitting (pipeline/outbound.py), in
         # stage order; the runner applies them newest first on the way out.
         self.transforms: list[Any] | None = None

@@ -43,10 +43,10 @@ def usage_bounds(ctx: RequestContext) -> UsageBounds:
     if reservation is None:
         return NO_BOUNDS
     record = ctx.notes.get("budget") if ctx.notes else None
-    prompt = record.get("estimated_input") if isinstance(record, dict) else None
-    if type(prompt) is not int:
+    estimated = record.get("estimated_input") if isinstance(record, dict) else None
+    if type(estimated) is not int:
         return UsageBounds(reservation.tokens, reservation.tokens)
-    return UsageBounds(prompt, max(reservation.tokens - prompt, 0))
+    return UsageBounds(estimated, max(reservation.tokens - estimated, 0))
 
 
 def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int | None:
@@ -59,10 +59,10 @@ def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int |
         if completion == 0:
             limit += EMBEDDING_BYTES * work.outer_items   # an embedding answer is its vectors
     else:
-        prompt, completion = usage_bounds(ctx)
-        if prompt is None or completion is None:
+        bound_prompt, bound_completion = usage_bounds(ctx)
+        if bound_prompt is None or bound_completion is None:
             return None
-        limit = bytes_per_token * completion + slack
+        limit = bytes_per_token * bound_completion + slack
     request = ctx.request
     body = request.body if request is not None else None
     if body is not None and (getattr(body, "echo", None) is True or type(getattr(body, "prompt_logprobs", None)) is int):
