@@ -20,6 +20,7 @@ import typer
 
 if TYPE_CHECKING:
     from ..budget.policy import Check, Stored
+    from ..config.schema import Config, PlanConfig
 
 budget_app = typer.Typer(no_args_is_help=True, help="Read a tenant's budgets from the shared store (Redis).")
 
@@ -52,7 +53,7 @@ def _line(row: dict[str, Any]) -> str:
     return f"  {row['limit']:<16}{'$%.6f' % (row['spent'] / 1e6):>14} of ${row['cap'] / 1e6:,.2f} spent{shadow}"
 
 
-async def _read(cfg, tenant: str, plan, key_id: str | None) -> dict[str, Any]:
+async def _read(cfg: Config, tenant: str, plan: PlanConfig, key_id: str | None) -> dict[str, Any]:
     from ..budget.limits import Budgets
     from ..stages.s60_admit import open_store
 

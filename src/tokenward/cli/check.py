@@ -11,8 +11,15 @@ left for start-up to find. Every failure is a ``ConfigError`` naming the path.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Mapping
+
 from ..errors import ConfigError
 from ..config.schema import Config
+
+if TYPE_CHECKING:
+    import msgspec
+
+    from ..tokenize.counters import Counter
 
 _LEVELS = ("debug", "info", "warning", "error", "critical")
 
@@ -59,13 +66,13 @@ def _check_log_level(cfg: Config) -> None:
         raise ConfigError("logging.level", f"expected one of {', '.join(_LEVELS)}, got {level!r}")
 
 
-def _check_tokenizers(cfg: Config) -> dict:
+def _check_tokenizers(cfg: Config) -> dict[str, Counter]:
     from ..tokenize.registry import TokenizerRegistry
 
     return TokenizerRegistry(cfg).counters
 
 
-def _check_upstreams(cfg: Config, counters: dict) -> None:
+def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
     from ..services import BUILTIN_MOCK   # started in-process: no URL to check
     from ..upstream.client import UpstreamPool
     from ..upstream.targets import TargetTable
@@ -140,7 +147,7 @@ def _check_abuse(cfg: Config) -> None:
 ZERO_IS_UNLIMITED = ("tokens_per_minute", "requests_per_minute", "max_concurrent_streams")
 
 
-def config_warnings(cfg: Config, environ) -> list[str]:
+def config_warnings(cfg: Config, environ: Mapping[str, str]) -> list[str]:
     """What check-config warns of: the config works, but not as its reader may think."""
     found = []
     env = cfg.admin.token_env
@@ -157,12 +164,12 @@ def config_warnings(cfg: Config, environ) -> list[str]:
     return found
 
 
-def msgspec_fields(struct) -> dict:
+def msgspec_fields(struct: msgspec.Struct) -> dict[str, Any]:
     import msgspec
 
     return msgspec.structs.asdict(struct)
 
 
-def _zero_limits(where: str, values: dict) -> list[str]:
+def _zero_limits(where: str, values: Mapping[str, object]) -> list[str]:
     return [f"{where}.{field}: 0 means no limit here (for the other limits, daily_spend_usd: 0 for one, "
             "0 allows none)" for field in ZERO_IS_UNLIMITED if values.get(field) == 0]

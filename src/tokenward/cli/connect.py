@@ -13,7 +13,7 @@ import asyncio
 import sys
 from typing import Any
 
-from ..config.schema import Config
+from ..config.schema import Config, UpstreamConfig
 from ..config.stores import Store, failure, redact_url, stores_of
 
 _TIMEOUT_S = 5.0
@@ -68,7 +68,7 @@ def _say(failure: str | None, line: str) -> bool:
     return False
 
 
-async def _upstream(name: str, up) -> tuple[str | None, str]:
+async def _upstream(name: str, up: UpstreamConfig) -> tuple[str | None, str]:
     """(failure, success line) of one upstream's health probe."""
     from ..services import BUILTIN_MOCK
 

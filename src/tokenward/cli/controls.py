@@ -21,11 +21,18 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, TypeVar
 
 import typer
 
 from .keys import _config, _fail, _key_id, _print_json_lines, _redact, _reviewer, _seconds
+
+if TYPE_CHECKING:
+    from ..config.schema import Config
+    from ..control.model import Control
+    from ..control.service import ControlOps
+
+T = TypeVar("T")
 
 tenants_app = typer.Typer(no_args_is_help=True, add_completion=False,
                           help="Pause and resume a tenant's capabilities, cancel its open streams (audited).")
@@ -38,7 +45,7 @@ _REVIEWER = typer.Option(None, "--reviewer", help="who decided it (default: the 
 _TENANT = typer.Option(None, "--tenant", help="the tenant as a whole (instead of a key)")
 
 
-def _run(config_path: Path, action: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+def _run(config_path: Path, action: Callable[[ControlOps, Config], Awaitable[T]]) -> T:
     """Open the key store's database, run ``action(ops, config)``, close it."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -51,14 +58,14 @@ def _run(config_path: Path, action: Callable[[Any, Any], Awaitable[Any]]) -> Any
 
     cfg = _config(config_path)
 
-    async def announce(kind: str, control) -> int:
+    async def announce(kind: str, control: Control) -> int:
         if not is_redis_url(cfg.store.url):
             return 0
         message = (f"cancel:{control.id}:{control.created_at!r}:{control.tenant}" if kind == "cancel_streams"
                    else "changed")
         return await publish_change(cfg.store.url, message, channel=CHANNEL)
 
-    async def main() -> Any:
+    async def main() -> T:
         store = await open_keystore(cfg.keystore.url)
         try:
             repo = ControlRepo(store.engine)
@@ -87,7 +94,7 @@ def _when(ts: float | None) -> str:
     return "until cleared" if ts is None else time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts))
 
 
-def _heard(ops) -> str:
+def _heard(ops: ControlOps) -> str:
     return f"{ops.heard} gateway process(es) heard it" if ops.heard else "gateways apply it within control.poll_s"
 
 
@@ -99,7 +106,7 @@ def pause(tenant: str = typer.Argument(..., metavar="T"),
     """Pause a capability for a tenant for a duration: refused with capability_paused."""
     seconds = _seconds(for_, "--for")
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[Control, str]:
         return await ops.pause(tenant, capability, seconds, reason, _reviewer(reviewer)), _heard(ops)
 
     control, heard = _run(config, action)
@@ -113,7 +120,7 @@ def resume(tenant: str = typer.Argument(..., metavar="T"),
            reason: str = _REASON, reviewer: Optional[str] = _REVIEWER, config: Path = _CONFIG) -> None:
     """Resume a paused capability now."""
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[list[Control], str]:
         return await ops.resume(tenant, capability, reason, _reviewer(reviewer)), _heard(ops)
 
     cleared, heard = _run(config, action)
@@ -125,7 +132,7 @@ def cancel_streams(tenant: str = typer.Argument(..., metavar="T"), reason: str =
                    reviewer: Optional[str] = _REVIEWER, config: Path = _CONFIG) -> None:
     """End the tenant's open streams on every replica (backends cancelled, reservations settled)."""
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[Control, str]:
         return await ops.cancel_streams(tenant, reason, _reviewer(reviewer)), _heard(ops)
 
     control, heard = _run(config, action)
@@ -138,7 +145,7 @@ def controls(tenant: Optional[str] = typer.Argument(None, metavar="[T]"), config
              as_json: bool = typer.Option(False, "--json", help="one JSON object per line")) -> None:
     """The controls in force: abuse actions, pauses, exemptions."""
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> list[Control]:
         rows = await (ops.repo.history(tenant) if history else ops.repo.active())
         return [r for r in rows if tenant is None or r.tenant == tenant]
 
@@ -163,9 +170,11 @@ def _subject(ident: Optional[str], tenant: Optional[str]) -> tuple[str | None, s
     return None, ident if ident.startswith("jwt:") else _key_id(ident)
 
 
-async def _tenant_of(ops, tenant: str | None, key_id: str | None) -> str:
+async def _tenant_of(ops: ControlOps, tenant: str | None, key_id: str | None) -> str:
     if tenant is not None:
         return tenant
+    # _run hands every action a key store, and _subject names a key whenever it names no tenant
+    assert ops.keys is not None and key_id is not None
     record = await ops.keys.get(key_id)
     if record is None:
         from ..control.model import ControlError
@@ -187,7 +196,7 @@ def act(action_name: str = typer.Argument(..., metavar="ACTION",
     seconds = _seconds(for_, "--for") if for_ else None
     params = {k: v for k, v in (("concurrency", concurrency), ("max_output_tokens", max_output)) if v is not None}
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[Control, str]:
         owner = await _tenant_of(ops, tenant_name, key_id)
         return await ops.act(action_name, owner, key_id, seconds, reason, by=_reviewer(reviewer),
                              params=params or None), _heard(ops)
@@ -203,7 +212,7 @@ def reinstate(ident: Optional[str] = typer.Argument(None, metavar="[KEY]"), tena
     """Clear every abuse action on a key (or a tenant), recording the appeal outcome."""
     tenant_name, key_id = _subject(ident, tenant)
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[list[Control], str]:
         return await ops.reinstate(tenant_name, key_id, reason, _reviewer(reviewer), appeal), _heard(ops)
 
     cleared, heard = _run(config, action)
@@ -221,7 +230,7 @@ def exempt(ident: Optional[str] = typer.Argument(None, metavar="[KEY]"), tenant:
     tenant_name, key_id = _subject(ident, tenant)
     seconds = _seconds(for_, "--for")
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[Control, str]:
         owner = await _tenant_of(ops, tenant_name, key_id)
         return await ops.exempt(owner, key_id, seconds, reason, _reviewer(reviewer)), _heard(ops)
 
@@ -235,7 +244,7 @@ def unexempt(ident: Optional[str] = typer.Argument(None, metavar="[KEY]"), tenan
     """End an exemption now."""
     tenant_name, key_id = _subject(ident, tenant)
 
-    async def action(ops, _cfg):
+    async def action(ops: ControlOps, _cfg: Config) -> tuple[list[Control], str]:
         owner = await _tenant_of(ops, tenant_name, key_id)
         return await ops.unexempt(owner, key_id, reason, _reviewer(reviewer)), _heard(ops)
 

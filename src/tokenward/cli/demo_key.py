@@ -11,8 +11,12 @@ import logging
 import os
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config.schema import Config
+
+if TYPE_CHECKING:
+    from ..keys.store import KeyStore
 
 log = logging.getLogger("tokenward")
 
@@ -49,7 +53,7 @@ async def demo_key(config: Config) -> str:
     return plaintext
 
 
-async def _still_valid(store, plaintext: str, tenant: str) -> bool:
+async def _still_valid(store: KeyStore, plaintext: str, tenant: str) -> bool:
     from ..keys import format as keyformat
     from ..keys.model import ACTIVE
 

@@ -19,11 +19,18 @@ import getpass
 import sys
 import time
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Optional
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, TypeVar
 
 import typer
 
 from ..config.stores import Store, failure, redact_url
+
+if TYPE_CHECKING:
+    from ..config.schema import Config
+    from ..keys.model import KeyRecord
+    from ..keys.service import KeyService
+
+T = TypeVar("T")
 
 keys_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Create, list, revoke, suspend and reinstate API keys (each change is audited).")
@@ -38,7 +45,7 @@ def _fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def _config(path: Path):
+def _config(path: Path) -> Config:
     from ..config import load_config
     from ..errors import ConfigError
 
@@ -58,7 +65,7 @@ def _reviewer(value: str | None) -> str:
         return "cli"
 
 
-def _run(config_path: Path, action: Callable[[Any, Any], Awaitable[Any]]) -> Any:
+def _run(config_path: Path, action: Callable[[KeyService, Config], Awaitable[T]]) -> T:
     """Open the configured key store, run ``action(service, config)``, close the store."""
     from sqlalchemy.exc import SQLAlchemyError
 
@@ -73,7 +80,7 @@ def _run(config_path: Path, action: Callable[[Any, Any], Awaitable[Any]]) -> Any
         if is_redis_url(cfg.store.url):
             await publish_change(cfg.store.url, key_id)
 
-    async def main() -> Any:
+    async def main() -> T:
         store = await open_keystore(cfg.keystore.url)
         try:
             return await action(KeyService(store, announce), cfg)
@@ -139,7 +146,7 @@ def create(
     env_list = _listed(environments) or None
     ttl = _seconds(expires_in, "--expires-in") if expires_in else None
 
-    async def action(keys, cfg):
+    async def action(keys: KeyService, cfg: Config) -> tuple[str, KeyRecord]:
         check_new_key(cfg, tenant, model_list)
         expires_at = time.time() + ttl if ttl is not None else None
         return await keys.create(tenant, name=name, models=model_list, environments=env_list,
@@ -159,7 +166,7 @@ def list_keys(
 ) -> None:
     """List keys (ids, never secrets) with their state as of now."""
 
-    async def action(keys, _cfg):
+    async def action(keys: KeyService, _cfg: Config) -> list[KeyRecord]:
         return await keys.list(tenant)
 
     records = _run(config, action)
@@ -230,7 +237,7 @@ def audit(ident: Optional[str] = typer.Argument(None, metavar="[ID]", help="only
               f"reviewer={row['reviewer'] or '-'}  reason={row['reason'] or '-'}" + (f"  appeal={appeal}" if appeal else ""))
 
 
-def _print_json_lines(rows: list[dict]) -> None:
+def _print_json_lines(rows: list[dict[str, Any]]) -> None:
     import msgspec
 
     out = sys.stdout.buffer
@@ -239,10 +246,10 @@ def _print_json_lines(rows: list[dict]) -> None:
     out.flush()
 
 
-def _state(row: dict) -> str:
+def _state(row: dict[str, Any]) -> str:
     if row["state"] == "suspended" and row["suspended_until"] is not None:
         return f"suspended until {_when(row['suspended_until'])}"
-    return row["state"]
+    return str(row["state"])
 
 
 def _when(ts: float | None) -> str:

@@ -10,8 +10,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..lab.result import Result
 
 INSTALL = "tokenward lab draws its plots with matplotlib, which is not installed: pip install 'tokenward[lab]'"
 
@@ -45,7 +51,7 @@ def lab(
                   f"{time.monotonic() - started:.1f}s[/dim]")
 
 
-def _run(console, name: str, seed: int, out: Path):
+def _run(console: Console, name: str, seed: int, out: Path) -> Result:
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
     from ..lab import report, runner
@@ -67,7 +73,7 @@ def _run(console, name: str, seed: int, out: Path):
     return result
 
 
-def _table(console, result) -> None:
+def _table(console: Console, result: Result) -> None:
     from rich.table import Table
 
     from ..lab.report import _cell

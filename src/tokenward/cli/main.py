@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from ..config import load_config
+from ..config.schema import Config
 from ..errors import ConfigError
 from .budget import budget_app
 from .controls import abuse_app, tenants_app
@@ -24,7 +25,7 @@ app.add_typer(abuse_app, name="abuse")
 app.command("lab")(lab)
 
 
-def _load_or_exit(path: Path):
+def _load_or_exit(path: Path) -> Config:
     """The config, loaded and verified exactly as ``serve`` and ``check-config`` both need
     (cli/check.py); else ``FILE: path: message`` on stderr and exit 2."""
     from .check import verify_config
@@ -66,7 +67,7 @@ def serve(
     run(cfg, host or cfg.server.host, port, workers, config)
 
 
-def _workers_fit_store(cfg, workers: int) -> None:
+def _workers_fit_store(cfg: Config, workers: int) -> None:
     from .check import check_workers
     from ..errors import ConfigError
 

@@ -26,6 +26,7 @@ from ..config import load_config
 from ..errors import ConfigError
 
 if TYPE_CHECKING:
+    from ..config.schema import Config
     from ..http.serving import HttpServer
 
 _FIXED = (("server", None), ("edge", "max_header_bytes"), ("edge", "max_headers"))
@@ -65,7 +66,7 @@ class Reloader:
         return f"{len(config.models)} models, {len(config.plans)} plans, {len(config.tenants)} tenants"
 
 
-def _changed_fixed(old, new) -> list[str]:
+def _changed_fixed(old: Config, new: Config) -> list[str]:
     changed = []
     for section, field in _FIXED:
         before, after = getattr(old, section), getattr(new, section)

@@ -20,6 +20,7 @@ import socket
 import sys
 import tempfile
 from pathlib import Path
+from types import FrameType
 from typing import Callable, NoReturn
 
 from ..config.schema import Config
@@ -262,7 +263,7 @@ def _serve_forked(config: Config, sock: socket.socket, workers: int, announce: C
     os.close(report_w)
     stopping: list[int] = []
 
-    def _stop(signum, _frame):
+    def _stop(signum: int, _frame: FrameType | None) -> None:
         stopping.append(signum)
         _signal_all(children, signal.SIGTERM)
 
