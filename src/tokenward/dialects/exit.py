@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, Union
 import msgspec
 
 from ..errors import Reason
-from ..wire.sse import SseEvent, SseSplitter
+from ..wire.sse import DONE_DATA, SseEvent, SseSplitter
 from . import messages_schema, messages_translate, responses_schema, responses_translate
 from .common import encode
 from .envelopes import messages_error_body
@@ -120,15 +120,15 @@ class TranslatedAnswer:
         return stream
 
     def events(self, events: list[SseEvent]) -> list[SseEvent]:
-        stream = self._translator()
-        out = [stream.start()]
+        stream = self._stream or self._translator()
+        out = []
         for event in events:
             data = event.data
-            if not data or event.done:
+            if not data or data == DONE_DATA:
                 continue
             parsed = event.parsed
             out.append(stream.feed(parsed if parsed is not None else data))
-        raw = b"".join(out)
+        raw = out[0] if len(out) == 1 else b"".join(out)
         return [_Written(raw)] if raw else []
 
     def finish(self) -> list[SseEvent]:

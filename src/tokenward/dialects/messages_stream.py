@@ -21,7 +21,7 @@ from typing import Any
 
 from ..wire.chunks import Chunk
 from .chat_answer import as_chunk
-from .common import new_id, sse
+from .common import encode, new_id, sse
 from .envelopes import anthropic_error_type
 from .messages_schema import Parsed
 from .messages_translate import stop_of, usage_object
@@ -56,7 +56,7 @@ class MessagesStream:
         return sse("message_start", {"type": "message_start", "message": message}) + sse("ping", {"type": "ping"})
 
     def feed(self, chunk: Chunk | dict[str, Any] | bytes) -> bytes:
-        out = [self.start()]
+        out = [b"" if self._started else self.start()]
         typed = as_chunk(chunk)
         if typed is None or self._ended:
             return out[0]
@@ -131,5 +131,15 @@ class MessagesStream:
         return self.start() + sse("error", {"type": "error", "error": error})
 
 
+_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":{"type":'
+_TEXT = b'"text_delta","text":'
+_JSON = b'"input_json_delta","partial_json":'
+
+
 def _delta(index: int | None, delta: dict[str, Any]) -> bytes:
+    """A ``content_block_delta`` event (its bytes built directly: one per streamed chunk)."""
+    kind = delta["type"]
+    if index is not None and kind in ("text_delta", "input_json_delta"):
+        head, value = (_TEXT, delta["text"]) if kind == "text_delta" else (_JSON, delta["partial_json"])
+        return _DELTA % index + head + encode(value) + b"}}\n\n"
     return sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})

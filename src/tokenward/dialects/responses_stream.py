@@ -85,7 +85,7 @@ class ResponsesStream:
                 + self._event("response.in_progress", response=self._shell))
 
     def feed(self, chunk: Chunk | dict[str, Any] | bytes) -> bytes:
-        out = [self.start()]
+        out = [b"" if self._started else self.start()]
         typed = as_chunk(chunk)
         if typed is None or self._ended:
             return out[0]
