@@ -420,3 +420,35 @@ async def test_a_cancel_from_outside_ends_the_request_through_the_way_out(stream
         assert sent[0]["status"] == Reason.stream_cancelled.status
         assert head[b"x-tokenward-reason"] == b"stream_cancelled"
         assert sent[1]["body"].endswith(b"|restored")
+
+
+async def test_a_stage_for_some_routes_is_neither_called_nor_timed_on_others():
+    """``on_routes``: the dialect stages on a chat request cost nothing but one check."""
+    from types import SimpleNamespace
+
+    calls: list[str] = []
+
+    class Routing(BaseStage):
+        name = "routing"
+
+        async def admit(self, ctx):
+            ctx.route = SimpleNamespace(path=ctx.path)
+            return None
+
+    class OnlyResponses(BaseStage):
+        name = "only_responses"
+        on_routes = frozenset({"/v1/responses"})
+
+        async def admit(self, ctx):
+            calls.append(ctx.path)
+            return None
+
+    h = Harness([Routing(), OnlyResponses()])
+    chat_ctx = h.ctx()
+    await h.runner.run(chat_ctx)
+    responses_ctx = h.ctx()
+    responses_ctx.path = "/v1/responses"
+    await h.runner.run(responses_ctx)
+    assert calls == ["/v1/responses"]
+    assert [name for name, _ in chat_ctx.timings] == ["routing", "forward"]
+    assert [name for name, _ in responses_ctx.timings] == ["routing", "only_responses", "forward"]

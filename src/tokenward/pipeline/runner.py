@@ -41,7 +41,7 @@ Finish = Callable[[RequestContext], None]
 class Runner:
     def __init__(self, stages: Sequence[Stage], forward: Forward, finish: Finish,
                  routes: dict[str, Forward] | None = None) -> None:
-        self._stages = tuple((stage, stage.name, stage.holds) for stage in stages)
+        self._stages = tuple((stage, stage.name, stage.holds, getattr(stage, "on_routes", None)) for stage in stages)
         self._forward = forward
         # routes answered by the gateway itself after admission (path -> handler), not forwarded
         self._routes = routes or {}
@@ -55,7 +55,9 @@ class Runner:
             ctx.lifecycle.move(State.ADMITTING)
             timings = ctx.timings
             t0 = perf_counter_ns()
-            for stage, name, holds in self._stages:
+            for stage, name, holds, routes in self._stages:
+                if routes is not None and (ctx.route is None or ctx.route.path not in routes):
+                    continue   # a stage for other routes (the dialects'): not called, not timed
                 current = name
                 decided = await stage.admit(ctx)
                 # one clock reading per boundary: a stage ends where the next one starts

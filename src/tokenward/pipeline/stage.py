@@ -12,6 +12,10 @@ exactly once, however the request ends:
   the work (a later stage refused, an error, a cancellation, a disconnect, a backend that
   failed); ``exit`` says why and carries whatever usage is known;
 - ``on_complete(ctx, usage)`` when the backend finished the work and usage is settled.
+
+A stage that acts only on some routes names them in ``on_routes`` (route paths); the runner
+then skips it on every other route: no call, no timing (the dialect stages on a chat
+request). ``None``, the default: every route.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Exit:
 class Stage(Protocol):
     name: ClassVar[str]
     holds: ClassVar[bool]
+    on_routes: ClassVar[frozenset[str] | None]
 
     async def admit(self, ctx: RequestContext) -> Refusal | Answer | None: ...
 
@@ -65,6 +70,7 @@ class BaseStage:
 
     name: ClassVar[str] = "stage"
     holds: ClassVar[bool] = False
+    on_routes: ClassVar[frozenset[str] | None] = None
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:  # pragma: no cover - abstract
         raise NotImplementedError

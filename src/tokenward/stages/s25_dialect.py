@@ -131,6 +131,7 @@ def _stateless(dialect: str, parsed: Any) -> Any:
 
 
 class DialectStage(BaseStage):
+    on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
     name = "dialect"
 
     def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None,
@@ -308,6 +309,7 @@ def _input_tokens(ctx: RequestContext) -> int:
 class DialectExitStage(BaseStage):
     """Right after the edge: the dialect's envelope and headers from here on, so a refusal
     by identity (credentials, the body's size) is in the API's own terms too."""
+    on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
 
     name = "dialect_exit"
 
@@ -339,6 +341,7 @@ class CountedTokens:
 class CountTokensStage(BaseStage):
     """After admission: a count_tokens request is answered with the work stage's prompt
     count (and a dialect request that validation and work did not see goes no further)."""
+    on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
 
     name = "count_tokens"
 
