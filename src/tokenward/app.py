@@ -12,7 +12,7 @@ import itertools
 import logging
 import os
 from time import perf_counter_ns
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import msgspec
 
@@ -29,6 +29,9 @@ from .pipeline.runner import Runner
 from .services import Services
 from .stages.order import Builder
 from .upstream.forward import Forwarder
+
+if TYPE_CHECKING:
+    from .jobs.api import JobsApi
 
 log = logging.getLogger("tokenward")
 
@@ -62,7 +65,7 @@ class Gateway:
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0
         # set by whoever serves this app and can reload it (cli/serve.py): POST /admin/reload
-        self.reload_hook = None
+        self.reload_hook: Callable[[], Awaitable[str]] | None = None
         self.runner: Runner | None = None
         self._ids = itertools.count(1)
         self._id_prefix = "req_" + os.urandom(4).hex()
@@ -71,9 +74,9 @@ class Gateway:
         self.metrics.routes.add(r.path for r in config.routes or ())   # the route labels metrics may take
         self._metrics_public = config.server.expose_metrics
         self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json", "/metrics"))
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._observe = None
-        self._jobs_api = None   # the /v1/jobs routes, built on their first request
+        self._loop: asyncio.AbstractEventLoop   # set by startup; no request is served before it
+        self._observe: Callable[[RequestContext], None] | None = None
+        self._jobs_api: JobsApi | None = None   # the /v1/jobs routes, built on their first request
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -86,7 +89,9 @@ class Gateway:
         # the abuse signals' share of each decision (abuse/observe.py), when configured; else
         # the status page's per-tenant screening counts (control/status.py), when it is served
         self._observe = self.services.observe or self.services.status_tally
-        self._forwarder = Forwarder(self.services.targets, self.config.stream)
+        targets = self.services.targets
+        assert targets is not None, "Services.start builds the upstream table"
+        self._forwarder = Forwarder(targets, self.config.stream)
         self.runner = Runner(self.services.stages, self._forwarder, self._finish,
                              routes={"/v1/models": self._models})
         if self._freeze_gc:
@@ -174,8 +179,13 @@ class Gateway:
         if api is None:
             from .jobs.api import JobsApi
 
-            identity = next(stage for stage in self.services.stages if stage.name == "identity")
-            api = self._jobs_api = JobsApi(self.services.jobs, identity, self._finish)
+            jobs = self.services.jobs
+            identity = next((stage for stage in self.services.stages if stage.name == "identity"), None)
+            if jobs is None or identity is None:   # a gateway built without admission or identity
+                await send_refusal(send, Refusal(Reason.route_denied, "route /v1/jobs is not served by this gateway"),
+                                   self._next_id().encode())
+                return
+            api = self._jobs_api = JobsApi(jobs, identity, self._finish)
         await api(scope, receive, send, self._next_id())
 
     async def _readyz(self, send) -> None:
@@ -187,7 +197,7 @@ class Gateway:
         stores = await self.services.health.stores()   # budget_store: named while it cannot be reached
         failing = [name for name, probe in stores.items() if not probe["healthy"]]
         ready = ready and not failing
-        answer = {"status": "ok" if ready else "unavailable", "upstreams": upstreams}
+        answer: dict[str, Any] = {"status": "ok" if ready else "unavailable", "upstreams": upstreams}
         if stores:
             answer["stores"] = stores
         if failing:

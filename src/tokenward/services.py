@@ -124,11 +124,13 @@ class Services:
 
     def _probe_stores(self) -> None:
         """/readyz probes the shared budget store (one cheap read), which every request needs."""
-        admitter = self.budget
-        store = admitter.shared.store if admitter is not None else None
-        if store is not None and hasattr(store, "open_reservations") and admitter.shared.breaker is not None:
+        admitter, health = self.budget, self.health
+        if admitter is None or health is None:
+            return
+        store = admitter.shared.store
+        if hasattr(store, "open_reservations") and admitter.shared.breaker is not None:
             key = f"{self.config.store.key_prefix}:readyz"
-            self.health.add_store("budget_store", lambda: store.open_reservations(key))
+            health.add_store("budget_store", lambda: store.open_reservations(key))
 
     async def stop(self) -> None:
         self.ready = False

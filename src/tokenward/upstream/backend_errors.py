@@ -50,7 +50,7 @@ def _message_of(body: bytes) -> str | None:
         if message is None:
             message = obj.get("detail")
     if isinstance(message, list):  # FastAPI validation errors: a list of {"msg": ...}
-        texts = [m.get("msg") for m in message if isinstance(m, dict) and isinstance(m.get("msg"), str)]
+        texts = [m["msg"] for m in message if isinstance(m, dict) and isinstance(m.get("msg"), str)]
         message = "; ".join(texts) if texts else None
     return message if isinstance(message, str) else None
 

@@ -34,7 +34,7 @@ from .usage_report import bounded
 from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
-from ..wire.sse import SseSplitter
+from ..wire.sse import SseEvent, SseSplitter
 
 if TYPE_CHECKING:
     from .forward import Forwarder
@@ -138,7 +138,7 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
 def _events(account: StreamUsage, events: list, drop_usage: bool) -> tuple[list, bytes | None, bool]:
     """(the events to pass on, the ``[DONE]`` event if it came, whether a malformed event
     ended them: neither it nor anything after it is passed on)."""
-    out = []
+    out: list[SseEvent] = []
     done = None
     for event in events:
         kind = account.observe(event)
