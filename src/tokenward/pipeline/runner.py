@@ -56,7 +56,7 @@ class Runner:
             timings = ctx.timings
             t0 = perf_counter_ns()
             for stage, name, holds, routes in self._stages:
-                if routes is not None and (ctx.route is None or ctx.route.path not in routes):
+                if routes is not None and ctx.path not in routes:
                     continue   # a stage for other routes (the dialects'): not called, not timed
                 current = name
                 decided = await stage.admit(ctx)

@@ -13,9 +13,10 @@ exactly once, however the request ends:
   failed); ``exit`` says why and carries whatever usage is known;
 - ``on_complete(ctx, usage)`` when the backend finished the work and usage is settled.
 
-A stage that acts only on some routes names them in ``on_routes`` (route paths); the runner
-then skips it on every other route: no call, no timing (the dialect stages on a chat
-request). ``None``, the default: every route.
+A stage that acts only on some routes names them in ``on_routes`` (route paths, matched
+exactly against the request's path, as the edge matches routes, so it holds before the
+edge too); the runner then skips it on every other path: no call, no timing (the dialect
+stages on a chat request). ``None``, the default: every route.
 """
 
 from __future__ import annotations

@@ -20,8 +20,8 @@ if TYPE_CHECKING:
 Builder = Callable[[Any], "Stage | None | Awaitable[Stage | None]"]
 
 STAGES: tuple[tuple[str, Builder], ...] = (
+    ("dialect_exit", s25_dialect.build_exit),   # Responses and Messages refusals in their API's terms, the edge's too
     ("edge", s10_edge.build),
-    ("dialect_exit", s25_dialect.build_exit),   # Responses and Messages refusals in their API's terms
     ("identity", s20_identity.build),
     ("dialect", s25_dialect.build),     # Responses and Messages requests become their chat view
     ("entitlement", s30_entitlement.build),

@@ -307,8 +307,9 @@ def _input_tokens(ctx: RequestContext) -> int:
 
 
 class DialectExitStage(BaseStage):
-    """Right after the edge: the dialect's envelope and headers from here on, so a refusal
-    by identity (credentials, the body's size) is in the API's own terms too."""
+    """First, before the edge: the dialect's envelope and headers from here on, so a refusal
+    by the edge (method, media type, the body's size) or identity (credentials) on a
+    dialect's path is in the API's own terms too."""
     on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
 
     name = "dialect_exit"
@@ -317,8 +318,7 @@ class DialectExitStage(BaseStage):
         self._clock = clock
 
     async def admit(self, ctx: RequestContext) -> None:
-        route = ctx.route
-        dialect = DIALECTS.get(route.path) if route is not None else None
+        dialect = DIALECTS.get(ctx.path)   # before the edge: the path, which the edge matches exactly
         if dialect is not None:
             ctx.send = DialectSend(ctx.send, dialect, self._clock)
 
