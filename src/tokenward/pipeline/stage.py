@@ -73,7 +73,7 @@ class BaseStage:
     holds: ClassVar[bool] = False
     on_routes: ClassVar[frozenset[str] | None] = None
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:  # pragma: no cover - abstract
+    async def admit(self, ctx: RequestContext) -> Refusal | Answer | None:  # pragma: no cover - abstract
         raise NotImplementedError
 
     async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:

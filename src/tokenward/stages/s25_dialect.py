@@ -32,7 +32,7 @@ reservation (the prompt and one output token) is settled at zero, nothing is for
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 import msgspec
 from msgspec import UNSET
@@ -131,7 +131,7 @@ def _stateless(dialect: str, parsed: Any) -> Any:
 
 
 class DialectStage(BaseStage):
-    on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
+    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
     name = "dialect"
 
     def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None,
@@ -310,7 +310,7 @@ class DialectExitStage(BaseStage):
     """First, before the edge: the dialect's envelope and headers from here on, so a refusal
     by the edge (method, media type, the body's size) or identity (credentials) on a
     dialect's path is in the API's own terms too."""
-    on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
+    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
 
     name = "dialect_exit"
 
@@ -341,7 +341,7 @@ class CountedTokens:
 class CountTokensStage(BaseStage):
     """After admission: a count_tokens request is answered with the work stage's prompt
     count (and a dialect request that validation and work did not see goes no further)."""
-    on_routes = frozenset(DIALECTS)   # the runner calls it on these routes only (pipeline/stage.py)
+    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
 
     name = "count_tokens"
 

@@ -31,7 +31,7 @@ import msgspec
 
 from ..cache.entry import CacheEntry, StreamAssembly, from_body
 from ..cache.key import KeyMaker, tenant_prefix
-from ..cache.semantic import question
+from ..cache.semantic import SemanticIndex, question
 from ..cache.store import CacheUnavailable, MemoryCache, RedisCache
 from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
@@ -79,7 +79,7 @@ class Capture:
 
     __slots__ = ("key", "limit", "ttl", "semantic", "body", "stream")
 
-    def __init__(self, key: str, limit: int | None, ttl: float, semantic: tuple | None) -> None:
+    def __init__(self, key: str, limit: int | None, ttl: float, semantic: tuple[bytes, bytes, Any] | None) -> None:
         self.key = key
         self.limit = limit
         self.ttl = ttl
@@ -149,7 +149,7 @@ class CacheStage(BaseStage):
         self._decoded: dict[str, tuple[bytes, CacheEntry, int]] = {}
         self._decoded_bytes = 0
         self._memo = getattr(store, "name", "") == "memory"
-        self.semantic = None       # cache/semantic.py's index, when a plan opts in
+        self.semantic: SemanticIndex | None = None   # cache/semantic.py's index, when a plan opts in
         self.output_screens = False  # some screening policy redacts what the model writes
         # the memory store's own: no I/O, so no coroutine or task per request
         self._peek = getattr(store, "peek", None)
@@ -160,14 +160,16 @@ class CacheStage(BaseStage):
         request = ctx.request
         if (not plan.cache or not isinstance(request, NormalizedRequest) or request.route == "embeddings"
                 or getattr(request.body, "logprobs", None)):
-            return self._bypass(ctx)
+            self._bypass(ctx)
+            return None
         control = ctx.header(b"cache-control")
         # looked into only when sent: ``b".." in`` tries its argument as an int first and
         # raises and clears a TypeError every time, even on b""
         if control is not None:
             control = control.lower()
             if b"no-store" in control:
-                return self._bypass(ctx)
+                self._bypass(ctx)
+                return None
         tenant = ctx.principal.tenant
         screening = ctx.screening
         key, limit = self._key(tenant, ctx.parsed, None if screening is not None and screening.rewrites else request.body)
@@ -206,8 +208,8 @@ class CacheStage(BaseStage):
     async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None, note: dict):
         """(what indexes this request once answered, or None; a paraphrase's entry, or None)."""
         index = self.semantic
-        asked = question(ctx.parsed)
-        if asked is None:
+        asked = question(ctx.parsed) if index is not None else None
+        if index is None or asked is None:
             return None, None
         shape, guard = index.probe(tenant, *asked)
         vector = await index.embed(asked[0])
@@ -227,7 +229,6 @@ class CacheStage(BaseStage):
     def _bypass(self, ctx: RequestContext) -> None:
         ctx.response_headers.append(_BYPASS)
         self.metrics.cached(ctx.principal.tenant if ctx.principal is not None else "", "bypass")
-        return None
 
     async def _lookup(self, key: str, note: dict) -> tuple[bytes, CacheEntry, int] | None:
         try:
@@ -289,8 +290,9 @@ class CacheStage(BaseStage):
         if len(value) > self.cfg.max_entry_bytes:
             self.metrics.cached(ctx.principal.tenant, "too_large")
             return
-        if capture.semantic is not None:
-            self.semantic.add(ctx.principal.tenant, *capture.semantic, capture.key)
+        if capture.semantic is not None and self.semantic is not None:
+            shape, guard, vector = capture.semantic
+            self.semantic.add(ctx.principal.tenant, shape, guard, vector, capture.key)
         if self._put is not None:
             self._put(capture.key, value, capture.ttl)
             return
