@@ -12,6 +12,7 @@ else is mapped to ``internal_error`` at the HTTP boundary with no detail.
 from __future__ import annotations
 
 import enum
+from typing import final
 
 import msgspec
 
@@ -131,6 +132,7 @@ class ConfigError(TokenwardError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+@final   # no subclass: ``type(x) is Refusal`` (the hot path's test) then narrows both ways
 class Refusal(TokenwardError):
     """A request ends early. Raised by code below a stage; stages may return it too."""
 

@@ -80,15 +80,15 @@ class IdentityStage(BaseStage):
         credential = _credential(ctx.headers)
         if credential is None:
             return MISSING
-        if credential.__class__ is Refusal:
+        if type(credential) is Refusal:
             return credential
         if credential.startswith("tw_"):
             result = await self.api_keys.authenticate(credential)
         elif self.jwt is not None and credential.count(".") == 2:
-            result = await self._bearer_token(credential)
+            result = await self._bearer_token(self.jwt, credential)
         else:
             return MALFORMED
-        if result.__class__ is Refusal:
+        if type(result) is Refusal:
             return result
         ctx.principal = result
         if not ctx.parsed.raw:
@@ -102,7 +102,7 @@ class IdentityStage(BaseStage):
         ctx.principal = result
         return None
 
-    async def _bearer_token(self, token: str) -> Principal | Refusal:
+    async def _bearer_token(self, jwt: JwtVerifier, token: str) -> Principal | Refusal:
         now = self._clock()
         cached = self._jwt_cache.get(token)
         if cached is not None:
@@ -110,14 +110,15 @@ class IdentityStage(BaseStage):
                 return cached[0]
             del self._jwt_cache[token]
         try:
-            verified = await self.jwt.verify(token)
+            verified = await jwt.verify(token)
         except TokenRejected as exc:
             reason = Reason.credentials_expired if exc.expired else Reason.invalid_credentials
             return Refusal(reason, str(exc))
-        plan = self._plans.get(verified.tenant) if verified.tenant is not None else None
-        if plan is None:
+        tenant = verified.tenant
+        plan = self._plans.get(tenant) if tenant is not None else None
+        if tenant is None or plan is None:
             return Refusal(Reason.invalid_credentials, "token names no configured tenant")
-        principal = Principal(tenant=verified.tenant, key_id=f"jwt:{verified.issuer}:{verified.subject}",
+        principal = Principal(tenant=tenant, key_id=f"jwt:{verified.issuer}:{verified.subject}",
                               plan_name=plan[0], plan=plan[1], scopes=None, kind="jwt")
         if len(self._jwt_cache) >= MAX_JWT_CACHE:
             self._jwt_cache.clear()

@@ -93,8 +93,8 @@ class ControlStage(BaseStage):
             enforced = view.keys.get(principal.key_id)
             if tenant is not None or enforced is not None:
                 decided = await self._enforce(ctx, principal, tenant, enforced)
-                if decided.__class__ is Refusal:
-                    return decided   # type: ignore[return-value]
+                if type(decided) is Refusal:
+                    return decided
                 held = decided
         self.open.add(principal.tenant, ctx, held)
         return None

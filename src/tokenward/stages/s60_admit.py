@@ -38,6 +38,7 @@ from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
+    from ..jobs.terms import JobBudgets
     from ..pipeline.context import RequestContext
 
 
@@ -86,12 +87,13 @@ class AdmissionStage(BaseStage):
             return None
         entitlement = ctx.entitlement
         plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
-        job = None
+        job: JobBudgets | None = None
         for name, value in ctx.headers:   # x-tokenward-job: the request joins an agent job
             if name == b"x-tokenward-job":
-                job = await self.jobs.resolve(principal.tenant, value.decode("latin-1").strip())
-                if job.__class__ is Refusal:
-                    return job  # type: ignore[return-value]
+                resolved = await self.jobs.resolve(principal.tenant, value.decode("latin-1").strip())
+                if isinstance(resolved, Refusal):
+                    return resolved
+                job = resolved
                 break
         estimate = self._estimate(ctx, plan)
         model = estimate.model
@@ -114,6 +116,7 @@ class AdmissionStage(BaseStage):
             record["refused_by"] = decision.limit or "store"
             self.work.refused(principal.tenant, estimate.tokens, decision.terminal, decision.retry_after, job is not None)
             if decision.limit in JOB_LIMITS:
+                assert job is not None   # a job's limits refuse only a job's requests
                 needed = estimate.cost if job.meta.unit == policy.COST else estimate.tokens
                 return await self.jobs.refused(principal.tenant, job, needed, decision.headers)
             return _upper_bound(_refusal(decision, estimate), ctx.work)
@@ -239,6 +242,7 @@ def settle_amounts(usage: Usage, reserved: int, reserved_cost: int, estimated_in
 
 def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
     reason = decision.reason
+    assert reason is not None   # a decision without a ticket names why
     headers: list[tuple[bytes, bytes]] = list(decision.headers)
     if decision.retry_after is not None:
         headers.append((b"retry-after", b"%d" % decision.retry_after))

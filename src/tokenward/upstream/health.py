@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from typing import Awaitable, Callable
 
 from ..config.schema import Config
 from .client import UpstreamError, UpstreamPool, UpstreamTimeout
