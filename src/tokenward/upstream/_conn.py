@@ -10,6 +10,7 @@ is still consuming buffered data. ``client.py`` holds the pool and is the public
 from __future__ import annotations
 
 import asyncio
+from types import EllipsisType
 from typing import Any
 
 import httptools
@@ -101,7 +102,7 @@ class UpstreamResponse:
                 return value
         return None
 
-    async def read(self, timeout: float | None = ..., limit: int | None = None) -> bytes:  # type: ignore[assignment]
+    async def read(self, timeout: float | None | EllipsisType = ..., limit: int | None = None) -> bytes:
         """The rest of the body; ``timeout`` bounds the whole read (default: read_timeout).
         ``limit``: a body longer than this many bytes (its declared length, or what arrived)
         raises ``UpstreamTooLarge`` and drops the connection; no more of it is read."""
@@ -136,7 +137,7 @@ class UpstreamResponse:
                 await self._wait(max(deadline - now, 0.0))
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
-    async def next_chunk(self, timeout: float | None = ...) -> bytes | None:  # type: ignore[assignment]
+    async def next_chunk(self, timeout: float | None | EllipsisType = ...) -> bytes | None:
         """Whatever body data is buffered (waiting up to ``timeout`` for some), None at the end."""
         while True:
             if self._chunks:

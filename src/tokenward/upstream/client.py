@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import ssl
+from types import EllipsisType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -91,9 +92,11 @@ class UpstreamPool:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._pool_timeout = pool_timeout
-        self._loop: asyncio.AbstractEventLoop = None  # type: ignore[assignment]  # bound on first use
-        self._batch: WriteBatch = None  # type: ignore[assignment]  # the loop's write batch, with the loop
-        self._deadlines: Deadlines = None  # type: ignore[assignment]  # read timeouts, with the loop
+        # Bound on the first request, in the running loop: the loop, its write batch, read timeouts.
+        self._bound = False
+        self._loop: asyncio.AbstractEventLoop
+        self._batch: WriteBatch
+        self._deadlines: Deadlines
         self._idle: list[Conn] = []
         self._waiters: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._open = 0
@@ -113,7 +116,7 @@ class UpstreamPool:
         headers: list[tuple[bytes, bytes]],
         body: bytes,
         *,
-        timeout: float | None = ...,  # type: ignore[assignment]
+        timeout: float | None | EllipsisType = ...,   # ...: the pool's read_timeout
     ) -> UpstreamResponse:
         """Send one request; return once the status line and headers are in.
 
@@ -124,10 +127,11 @@ class UpstreamPool:
         """
         if timeout is ...:
             timeout = self._read_timeout
-        if self._loop is None:
+        if not self._bound:
             self._loop = asyncio.get_running_loop()
             self._batch = batch_for(self._loop)
             self._deadlines = Deadlines(self._loop, expire)
+            self._bound = True
         data = self._encode(method, path, headers, body)
         head = method == "HEAD"
         conn = await self._acquire(False)
@@ -234,8 +238,9 @@ class UpstreamPool:
             raise UpstreamTimeout(f"no upstream connection free within {limit}s", "pool")
         if got is None:
             return await self._connect()
-        got.reused = True
-        return got
+        conn: Conn = got   # a connection handed over by _give_back
+        conn.reused = True
+        return conn
 
     def _forget(self, fut: asyncio.Future[Any]) -> None:
         try:

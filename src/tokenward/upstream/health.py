@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
 from ..config.schema import Config
 from .client import UpstreamError, UpstreamPool, UpstreamTimeout
@@ -35,7 +35,7 @@ class _Probe:
     __slots__ = ("name", "pool", "path", "headers", "ttl", "timeout", "required", "healthy", "detail",
                  "checked", "inflight")
 
-    def __init__(self, name: str, pool: UpstreamPool, path: str, headers: list, ttl: float, timeout: float,
+    def __init__(self, name: str, pool: UpstreamPool, path: str, headers: list[tuple[bytes, bytes]], ttl: float, timeout: float,
                  required: bool) -> None:
         self.name = name
         self.pool = pool
@@ -47,7 +47,7 @@ class _Probe:
         self.healthy = False
         self.detail = "not probed yet"
         self.checked = float("-inf")
-        self.inflight: asyncio.Future | None = None
+        self.inflight: asyncio.Future[None] | None = None
 
     async def _run(self) -> None:
         try:
@@ -74,7 +74,7 @@ class _Probe:
             self.inflight.add_done_callback(self._clear)
         await asyncio.shield(self.inflight)
 
-    def _clear(self, _: asyncio.Future) -> None:
+    def _clear(self, _: asyncio.Future[None]) -> None:
         self.inflight = None
 
 
@@ -95,7 +95,7 @@ class _StoreProbe:
         self.healthy = False
         self.detail = "not probed yet"
         self.checked = float("-inf")
-        self.inflight: asyncio.Future | None = None
+        self.inflight: asyncio.Future[None] | None = None
 
     async def _run(self) -> None:
         try:
@@ -115,7 +115,7 @@ class _StoreProbe:
             self.inflight.add_done_callback(self._clear)
         await asyncio.shield(self.inflight)
 
-    def _clear(self, _: asyncio.Future) -> None:
+    def _clear(self, _: asyncio.Future[None]) -> None:
         self.inflight = None
 
 
@@ -132,7 +132,7 @@ class UpstreamHealth:
         """A store every request needs (``budget_store``...): /readyz is 503 while it fails."""
         self._stores.append(_StoreProbe(name, ping, timeout))
 
-    async def report(self) -> tuple[bool, dict[str, dict]]:
+    async def report(self) -> tuple[bool, dict[str, dict[str, Any]]]:
         """(ready, per-upstream detail), probing the upstreams whose result is stale."""
         if self._probes:
             await asyncio.gather(*(probe.check() for probe in self._probes))
@@ -143,7 +143,7 @@ class UpstreamHealth:
                   for probe in self._probes}
         return ready, detail
 
-    async def stores(self) -> dict[str, dict]:
+    async def stores(self) -> dict[str, dict[str, Any]]:
         """Per-store detail (probing the stale ones); empty when no store can fail."""
         if not self._stores:
             return {}

@@ -135,7 +135,7 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
     return await _end(fwd, ctx, call, account, started, ending, timed_out, done_event, cut)
 
 
-def _events(account: StreamUsage, events: list, drop_usage: bool) -> tuple[list, bytes | None, bool]:
+def _events(account: StreamUsage, events: list[SseEvent], drop_usage: bool) -> tuple[list[SseEvent], bytes | None, bool]:
     """(the events to pass on, the ``[DONE]`` event if it came, whether a malformed event
     ended them: neither it nor anything after it is passed on)."""
     out: list[SseEvent] = []

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 import re
 import ssl
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
 from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
+
+if TYPE_CHECKING:
+    from ..tokenize.counters import Counter
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -52,7 +55,7 @@ class Target:
 
     def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
-                 read_timeout: float, up: UpstreamConfig | None = None, output_counter=None,
+                 read_timeout: float, up: UpstreamConfig | None = None, output_counter: Counter | None = None,
                  metrics: GatewayMetrics | None = None) -> None:
         self.model = model
         self.upstream_name = upstream_name
@@ -125,7 +128,7 @@ def _check_header_name(name: str, up: UpstreamConfig) -> None:
 
 
 class TargetTable:
-    def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict | None = None,
+    def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict[str, Counter] | None = None,
                  metrics: GatewayMetrics | None = None, transports: Mapping[str, Any] | None = None) -> None:
         """``transports``: an upstream's transport when it is not HTTP over TCP (a test's
         in-process backend, upstream/memory.py), by upstream name."""
