@@ -19,6 +19,7 @@ import msgspec
 from .config.schema import Config
 from .errors import Reason, Refusal
 from .pipeline.disconnect import DisconnectWatch
+from .http.asgi import Receive, Scope, Send
 from .http.responses import send_json, send_refusal
 from .own_routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
@@ -107,7 +108,7 @@ class Gateway:
     async def shutdown(self) -> None:
         await self.services.stop()
 
-    async def __call__(self, scope: dict, receive, send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # HTTP handled here, not in a helper: one coroutine frame less under every await
         # of a request (each suspension and resumption passes through every frame).
         if scope["type"] != "http":
@@ -132,7 +133,7 @@ class Gateway:
         finally:
             self.active -= 1
 
-    async def _own(self, path: str, scope: dict, receive, send) -> bool:
+    async def _own(self, path: str, scope: Scope, receive: Receive, send: Send) -> bool:
         """The gateway's own routes: health, readiness, OpenAPI, metrics, admin. False: not
         one of them after all (the pipeline answers it)."""
         if path == "/healthz":
@@ -169,7 +170,7 @@ class Gateway:
                 await admin(scope, receive, send)
         return True
 
-    async def _jobs(self, scope: dict, receive, send) -> None:
+    async def _jobs(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The agent-job routes (jobs/api.py), authenticated like completions."""
         if self.runner is None:
             await send_refusal(send, Refusal(Reason.budget_store_unavailable, "gateway is starting"),
@@ -188,7 +189,7 @@ class Gateway:
             api = self._jobs_api = JobsApi(jobs, identity, self._finish)
         await api(scope, receive, send, self._next_id())
 
-    async def _readyz(self, send) -> None:
+    async def _readyz(self, send: Send) -> None:
         """Ready once started and while every required upstream and the budget store answer."""
         if self.runner is None or not self.services.ready or self.services.health is None:
             await send_json(send, 503, STARTING, self._next_id().encode())
@@ -205,7 +206,7 @@ class Gateway:
         body = msgspec.json.encode(answer)
         await send_json(send, 200 if ready else 503, body, self._next_id().encode())
 
-    async def _reload(self) -> dict:
+    async def _reload(self) -> dict[str, str]:
         if self.reload_hook is None:
             raise RuntimeError("this gateway was not started by tokenward serve; it cannot reload itself")
         return {"reloaded": await self.reload_hook()}
@@ -223,7 +224,7 @@ class Gateway:
     def _next_id(self) -> str:
         return f"{self._id_prefix}{next(self._ids):x}"
 
-    async def _lifespan(self, receive, send) -> None:
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
