@@ -18,6 +18,7 @@ from ..pipeline.stage import BaseStage
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from ..services import Services
 
 
 class Route:
@@ -135,6 +136,6 @@ def _too_large(cap: int) -> Refusal:
     return Refusal(Reason.body_too_large, f"request body exceeds {cap} bytes")
 
 
-def build(services) -> EdgeStage:
+def build(services: Services) -> EdgeStage:
     # Without an identity stage (benches that price a part), nothing else reads the body.
     return EdgeStage(services.config, reads_body="identity" not in services.stage_names)

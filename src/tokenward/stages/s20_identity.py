@@ -29,6 +29,7 @@ from .s10_edge import read_body
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from ..services import Services
 
 MISSING = Refusal(Reason.missing_credentials,
                   "no credentials: send Authorization: Bearer <API key> (or an x-api-key header)")
@@ -127,7 +128,7 @@ class IdentityStage(BaseStage):
         return principal
 
 
-async def build(services) -> IdentityStage:
+async def build(services: Services) -> IdentityStage:
     config = services.config
     plans = tenant_plans(config)
     parts = await open_identity(services, plans)

@@ -32,6 +32,10 @@ if TYPE_CHECKING:
     from ..control.runtime import ControlRuntime
     from ..control.view import Enforced, TenantControls
     from ..pipeline.context import RequestContext
+    from ..pipeline.results import Principal
+    from ..pipeline.stage import Exit
+    from ..reconcile.usage import Usage
+    from ..services import Services
 
 
 STORE_DOWN = Refusal(Reason.budget_store_unavailable, "the budget store is unavailable; try again shortly",
@@ -99,7 +103,7 @@ class ControlStage(BaseStage):
         self.open.add(principal.tenant, ctx, held)
         return None
 
-    async def _enforce(self, ctx: RequestContext, principal, tenant: TenantControls | None,
+    async def _enforce(self, ctx: RequestContext, principal: Principal, tenant: TenantControls | None,
                        enforced: Enforced | None) -> Refusal | str | None:
         now = self._clock()
         if tenant is not None:
@@ -152,10 +156,10 @@ class ControlStage(BaseStage):
             ctx.note("restricted", {"max_output_tokens": cap})
         return None
 
-    async def on_abort(self, ctx: RequestContext, exit) -> None:
+    async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
         await self._release(ctx)
 
-    async def on_complete(self, ctx: RequestContext, usage) -> None:
+    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
         await self._release(ctx)
 
     async def _release(self, ctx: RequestContext) -> None:
@@ -170,7 +174,7 @@ class ControlStage(BaseStage):
             await self.runtime.store.give_slot(principal.key_id, held)
 
 
-async def build(services) -> ControlStage:
+async def build(services: Services) -> ControlStage:
     from ..assemble.control import open_control
 
     runtime = await open_control(services)

@@ -34,7 +34,9 @@ from ..validation.request import Validator
 from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
+    from ..attachments.pdf import PdfExtractor
     from ..pipeline.context import RequestContext
+    from ..services import Services
 
 _encode = msgspec.json.encode
 
@@ -43,7 +45,7 @@ class ValidationStage(BaseStage):
     name = "validation"
 
     def __init__(self, vocab_sizes: dict[str, int], serves: dict[str, frozenset[str]] | None = None,
-                 pdf_reader=None) -> None:
+                 pdf_reader: PdfExtractor | None = None) -> None:
         self.validator = Validator(vocab_sizes)
         self.paths = frozenset(self.validator.routes)
         # model -> the routes it is declared for (models.<name>.serves)
@@ -91,6 +93,9 @@ class ValidationStage(BaseStage):
     async def _read_files(self, request: NormalizedRequest) -> NormalizedRequest | Refusal:
         from ..attachments.pdf import AttachmentRejected, PdfWorkerUnavailable
 
+        reader = self.pdf_reader
+        if reader is None:   # a stage built without a reader (build() always gives one)
+            return Refusal(Reason.attachments_unavailable, "attachments cannot be read by this gateway")
         added = 0
         for attachment in request.attachments:
             data = attachment.data
@@ -98,7 +103,7 @@ class ValidationStage(BaseStage):
                 continue
             where = _where(attachment.path)
             try:
-                text = await self.pdf_reader.extract(data)
+                text = await reader.extract(data)
             except AttachmentRejected as exc:
                 return Refusal(Reason.attachment_rejected, f"{where}: the file {exc.reason}", param=where)
             except PdfWorkerUnavailable:
@@ -112,14 +117,14 @@ class ValidationStage(BaseStage):
         return msgspec.structs.replace(request, attachment_tokens=request.attachment_tokens + added)
 
 
-def _where(path: tuple | None) -> str:
+def _where(path: tuple[str | int, ...] | None) -> str:
     if not path:
         return "attachment"
     _, i, _, j = path
     return f"messages[{i}].content[{j}].file.file_data"
 
 
-def build(services) -> ValidationStage:
+def build(services: Services) -> ValidationStage:
     from ..attachments.pdf import PdfExtractor
 
     registry = shared_registry(services)

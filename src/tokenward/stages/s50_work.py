@@ -35,6 +35,7 @@ from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from ..services import Services
 
 _INPUT_FIELD = {"chat": "messages", "completions": "prompt", "embeddings": "input"}
 
@@ -90,6 +91,6 @@ def _work_param(request: NormalizedRequest, outer: int) -> str:
     return "max_tokens" if request.max_output_tokens else _INPUT_FIELD[request.route]
 
 
-def build(services) -> WorkStage:
+def build(services: Services) -> WorkStage:
     registry = shared_registry(services)
     return WorkStage(services.config.models, registry.counters)
