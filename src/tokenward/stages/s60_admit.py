@@ -38,8 +38,11 @@ from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
+    from ..budget.store import BudgetStore
     from ..jobs.terms import JobBudgets
     from ..pipeline.context import RequestContext
+    from ..pipeline.results import Principal, Work
+    from ..services import Services
 
 
 _NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
@@ -205,7 +208,7 @@ class AdmissionStage(BaseStage):
             record["refunded"] = max(reservation.tokens - charged, 0)
             record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
 
-    def _key_slot(self, principal) -> list[int]:
+    def _key_slot(self, principal: Principal) -> list[int]:
         """Where a settle adds what a key was charged. The tenant's JWT callers share one
         slot, ``key_id="jwt"``: a series per end user would grow without bound, and a
         subject may name a person."""
@@ -269,7 +272,7 @@ def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
                            f"retry after {decision.retry_after}s", param="max_tokens", headers=tuple(headers))
 
 
-def _upper_bound(refusal: Refusal, work) -> Refusal:
+def _upper_bound(refusal: Refusal, work: Work | None) -> Refusal:
     """With the ``estimate`` tokenizer the tokens a refusal names are an upper bound: said."""
     if work is not None and work.tokenizer.startswith("estimate") and "this request needs" in refusal.message:
         refusal.message += (" (an upper bound: this model's tokenizer is `estimate`, which counts every byte of the "
@@ -277,7 +280,7 @@ def _upper_bound(refusal: Refusal, work) -> Refusal:
     return refusal
 
 
-def open_store(config: Config):
+def open_store(config: Config) -> BudgetStore:
     url = config.store.url
     if url == "memory":
         return MemoryStore()
@@ -288,7 +291,7 @@ def open_store(config: Config):
     raise ConfigError("store.url", f"expected 'memory', redis://, rediss:// or unix://, got {url!r}")
 
 
-def _inherited_store(services):
+def _inherited_store(services: Services) -> BudgetStore | None:
     """On a reload, the in-memory store of the gateway being replaced: its buckets, gauges
     and open reservations are the process's budget state, not the old config's."""
     old = services.inherited
@@ -298,7 +301,7 @@ def _inherited_store(services):
     return admitter.shared.store if admitter is not None else None
 
 
-async def build(services) -> AdmissionStage:
+async def build(services: Services) -> AdmissionStage:
     config = services.config
     clock = services.clock
     admitter = Admitter(config, _inherited_store(services) or open_store(config), clock=clock)

@@ -35,6 +35,8 @@ from ..validation.plan import plan_of
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from ..services import Services
+    from .s70_screen import Screening
 
 _TOOL_FIELDS = ("tools", "tool_choice", "functions", "function_call", "parallel_tool_calls")
 _OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
@@ -72,10 +74,10 @@ class TransformStage(BaseStage):
             ctx.add_transform(OutputRedactor(screened.output_find, record, self._count_output))
         return None
 
-    def _mask(self, ctx: RequestContext, screened, body: dict) -> Refusal | None:
+    def _mask(self, ctx: RequestContext, screened: Screening, body: dict[str, Any]) -> Refusal | None:
         masker = Masker(restore=screened.pii_mode == "tokenize")
         by_text: dict[int, list[tuple[int, int, str]]] = {}
-        for span in screened.pii_spans:
+        for span in screened.pii_spans or ():   # (admit() calls this only when there are some)
             by_text.setdefault(span.text, []).append((span.start, span.end, span.label))
         edits = []
         grown = 0
@@ -105,7 +107,7 @@ class TransformStage(BaseStage):
         return None
 
 
-def _restrict(ctx: RequestContext, body: dict, cap: int) -> None:
+def _restrict(ctx: RequestContext, body: dict[str, Any], cap: int) -> None:
     removed = [field for field in _TOOL_FIELDS if body.pop(field, None) is not None]
     clamped = {}
     for field in _OUTPUT_FIELDS:
@@ -117,7 +119,8 @@ def _restrict(ctx: RequestContext, body: dict, cap: int) -> None:
     ctx.note("restricted", {"removed": removed, "clamped": clamped})
 
 
-def _keep_within_reservation(ctx: RequestContext, body: dict, grown: int, record: dict) -> Refusal | None:
+def _keep_within_reservation(ctx: RequestContext, body: dict[str, Any], grown: int,
+                             record: dict[str, Any]) -> Refusal | None:
     """Masking made the prompt ``grown`` tokens longer: take them off the output, which the
     reservation covered ``outer_items`` times."""
     outer = max(ctx.request.outer_items, 1)
@@ -136,7 +139,7 @@ def _keep_within_reservation(ctx: RequestContext, body: dict, grown: int, record
     return None
 
 
-def build(services) -> TransformStage | None:
+def build(services: Services) -> TransformStage | None:
     if not services.config.screening.policies:
         return None
     return TransformStage(shared_registry(services).counters, services.metrics)
