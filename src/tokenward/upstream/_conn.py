@@ -65,7 +65,27 @@ def expire(fut: asyncio.Future[Any]) -> None:
         fut.set_result(TIMED_OUT)
 
 
-class UpstreamResponse:
+class ResponseHead:
+    """What every transport's response answers alike (this client's, upstream/memory.py's):
+    a header's value, and whether the whole body has arrived."""
+
+    __slots__ = ()
+    headers: list[tuple[bytes, bytes]]
+    _done: bool
+
+    @property
+    def complete(self) -> bool:
+        """The whole body has arrived (some of it may still be buffered unread)."""
+        return self._done
+
+    def header(self, name: bytes) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+
+class UpstreamResponse(ResponseHead):
     """Status and headers of an upstream response; the body is pulled with read(),
     next_chunk() or async iteration. The connection goes back to the pool as soon as
     the whole body has arrived; abort() drops it if the body is still incomplete."""
@@ -90,17 +110,6 @@ class UpstreamResponse:
 
     def __repr__(self) -> str:
         return f"<UpstreamResponse {self.status} complete={self._done}>"
-
-    @property
-    def complete(self) -> bool:
-        """The whole body has arrived (some of it may still be buffered unread)."""
-        return self._done
-
-    def header(self, name: bytes) -> bytes | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
 
     async def read(self, timeout: float | None | EllipsisType = ..., limit: int | None = None) -> bytes:
         """The rest of the body; ``timeout`` bounds the whole read (default: read_timeout).

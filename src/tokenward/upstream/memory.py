@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from ._conn import UpstreamError, UpstreamTimeout, UpstreamTooLarge
+from ._conn import ResponseHead, UpstreamError, UpstreamTimeout, UpstreamTooLarge
 
 App = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
                 Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
@@ -23,7 +23,7 @@ App = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
 _END = object()   # the app sent its last body message, or returned
 
 
-class MemoryResponse:
+class MemoryResponse(ResponseHead):
     __slots__ = ("status", "headers", "_queue", "_task", "_done", "_exc")
 
     def __init__(self, task: asyncio.Task[None] | None = None) -> None:
@@ -33,16 +33,6 @@ class MemoryResponse:
         self._task = task
         self._done = False
         self._exc: UpstreamError | None = None
-
-    @property
-    def complete(self) -> bool:
-        return self._done
-
-    def header(self, name: bytes) -> bytes | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
 
     async def next_chunk(self, timeout: float | None = None) -> bytes | None:
         """The next body part the app sent, None at the end."""
