@@ -84,29 +84,12 @@ class Runner:
             await self._refuse(ctx, held, ctx.deciding_stage or current, refusal)
             return
         except asyncio.CancelledError:
-            streaming = ctx.lifecycle.state is State.STREAMING   # before it moves to ABORTED
-            self._mark_aborted(ctx, Reason.client_disconnected)
-            await _shielded(self._release(ctx, held, Exit(ExitKind.CANCELLED, "cancelled", ctx.usage)))
-            watch = ctx.disconnect
-            if watch is not None and watch.fired:
-                # Our own cancellation (the client left, or an operator's cancel): the
-                # request is over, not the server. A cancel from outside says how to end it.
-                task = asyncio.current_task()
-                if task is not None:
-                    task.uncancel()
-                if watch.ending is not None:
-                    await self._end_cancelled(ctx, watch.ending, streaming)
-                self._finish(ctx)
+            if await self._cancelled(ctx, held):
                 return
-            self._finish(ctx)
             raise
         except Exception:
             log.exception("request %s failed inside the gateway", ctx.request_id)
-            streaming = ctx.lifecycle.state is State.STREAMING
-            self._mark_aborted(ctx, Reason.internal_error)
-            await self._release(ctx, held, Exit(ExitKind.ERROR, "internal_error", ctx.usage))
-            await self._respond_internal_error(ctx, streaming)
-            self._finish(ctx)
+            await self._failed(ctx, held)
             return
         if held:
             await self._release(ctx, held, exit)
@@ -155,19 +138,37 @@ class Runner:
         if not ctx.lifecycle.done:
             ctx.lifecycle.move(State.ABORTED)
 
-    async def _respond_internal_error(self, ctx: RequestContext, streaming: bool) -> None:
+    async def _cancelled(self, ctx: RequestContext, held: list[Stage]) -> bool:
+        """Unwind a cancelled request; True when the cancel was the gateway's own (the client
+        left, or a cancel from outside, which says how to end the request): it is over, not
+        the server, and the caller returns instead of re-raising."""
+        streaming = ctx.lifecycle.state is State.STREAMING   # before it moves to ABORTED
+        self._mark_aborted(ctx, Reason.client_disconnected)
+        await _shielded(self._release(ctx, held, Exit(ExitKind.CANCELLED, "cancelled", ctx.usage)))
+        watch = ctx.disconnect
+        ours = watch is not None and watch.fired
+        if ours:
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()
+            if watch is not None and watch.ending is not None:
+                await self._end(ctx, watch.ending, streaming)
+        self._finish(ctx)
+        return ours
+
+    async def _failed(self, ctx: RequestContext, held: list[Stage]) -> None:
+        streaming = ctx.lifecycle.state is State.STREAMING
+        self._mark_aborted(ctx, Reason.internal_error)
+        await self._release(ctx, held, Exit(ExitKind.ERROR, "internal_error", ctx.usage))
+        await self._end(ctx, Refusal(Reason.internal_error, "internal error"), streaming)
+        self._finish(ctx)
+
+    async def _end(self, ctx: RequestContext, refusal: Refusal, streaming: bool) -> None:
+        """End the request with ``refusal`` through its way out, however far the answer got."""
         try:
             out = ctx.outbound or self._outbound(ctx)
-            await out.end(Refusal(Reason.internal_error, "internal error"), streaming)
-        except Exception:  # the response may already have ended; nothing more to say
-            pass
-
-    async def _end_cancelled(self, ctx: RequestContext, refusal: Refusal, streaming: bool) -> None:
-        out = ctx.outbound
-        try:
-            if out is not None:
-                await out.end(refusal, streaming)
-        except Exception:  # the client left meanwhile, or the response could not end cleanly
+            await out.end(refusal, streaming)
+        except Exception:  # the client left meanwhile, or the response had already ended
             pass
 
     async def _release(self, ctx: RequestContext, held: list[Stage], exit: Exit) -> None:
