@@ -59,7 +59,7 @@ async def test_an_answer_over_the_size_limit_is_cut_as_from_a_socket(tmp_path):
     limit raises the same error, so the gateway answers upstream_error (issue 27)."""
     import asyncio
 
-    from tokenward.upstream._conn import UpstreamTooLarge
+    from tokenward.upstream.response_head import UpstreamTooLarge
 
     async def big(scope, receive, send):
         await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})

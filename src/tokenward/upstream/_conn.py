@@ -15,29 +15,14 @@ from typing import Any
 
 import httptools
 
-
-class UpstreamError(Exception):
-    def __init__(self, detail: str = "upstream error") -> None:
-        super().__init__(detail)
-        self.detail = detail
-
-
-class UpstreamConnectError(UpstreamError):
-    pass
-
-
-class UpstreamTimeout(UpstreamError):
-    def __init__(self, detail: str = "upstream timed out", phase: str = "read") -> None:
-        super().__init__(detail)
-        self.phase = phase
-
-
-class UpstreamProtocolError(UpstreamError):
-    pass
-
-
-class UpstreamTooLarge(UpstreamError):
-    """The body is larger than the caller's limit: the connection was dropped unread."""
+from .response_head import (
+    ResponseHead,
+    UpstreamConnectError,
+    UpstreamError,
+    UpstreamProtocolError,
+    UpstreamTimeout,
+    UpstreamTooLarge,
+)
 
 
 #: pause reading once this much body is buffered unread; resumed when the caller takes it.
@@ -63,26 +48,6 @@ def wake(resp: Any) -> None:
 def expire(fut: asyncio.Future[Any]) -> None:
     if not fut.done():
         fut.set_result(TIMED_OUT)
-
-
-class ResponseHead:
-    """What every transport's response answers alike (this client's, upstream/memory.py's):
-    a header's value, and whether the whole body has arrived."""
-
-    __slots__ = ()
-    headers: list[tuple[bytes, bytes]]
-    _done: bool
-
-    @property
-    def complete(self) -> bool:
-        """The whole body has arrived (some of it may still be buffered unread)."""
-        return self._done
-
-    def header(self, name: bytes) -> bytes | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
 
 
 class UpstreamResponse(ResponseHead):

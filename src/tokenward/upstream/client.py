@@ -34,16 +34,13 @@ from types import EllipsisType
 from typing import Any
 from urllib.parse import urlsplit
 
-from tokenward.upstream._conn import (
-    TIMED_OUT,
-    Conn,
+from tokenward.upstream._conn import TIMED_OUT, Conn, UpstreamResponse, expire
+from tokenward.upstream.response_head import (
     UpstreamConnectError,
     UpstreamError,
     UpstreamProtocolError,
-    UpstreamResponse,
     UpstreamTimeout,
     UpstreamTooLarge,
-    expire,
 )
 from tokenward.upstream.deadlines import Deadlines
 from tokenward.writes import WriteBatch, batch_for

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Awaitable, Callable
 
-from ._conn import ResponseHead, UpstreamError, UpstreamTimeout, UpstreamTooLarge
+from .response_head import ResponseHead, UpstreamError, UpstreamTimeout, UpstreamTooLarge
 
 App = Callable[[dict[str, Any], Callable[[], Awaitable[dict[str, Any]]],
                 Callable[[dict[str, Any]], Awaitable[None]]], Awaitable[None]]
