@@ -85,25 +85,30 @@ async def test_upstream_state_goes_to_a_native_upstream(running):
     assert await by_path(backend) == {"/v1/responses": 1}
 
 
-async def test_a_masked_request_goes_translated_and_state_with_masking_is_refused(running):
-    """Personal data masked (tokenize): the chat view goes to the upstream's chat endpoint and
-    the answer is translated back with the values restored; a request that names upstream
-    state cannot go as its chat view, and the gateway may not forward it unmasked."""
+async def test_a_masked_request_goes_natively_masked_and_is_restored(running):
+    """Personal data masked (tokenize): the dialect body rendered from the parse goes to the
+    upstream's own endpoint with placeholders, and the native answer (whole and streamed)
+    gets the values back; a request that names upstream state is masked the same way."""
     backend, gw = running
     text = "Mail jane.doe@example.com about it."
     sdk = openai_client(gw, "screened", **{"x-mock-echo": "3"})
     answer = await sdk.responses.create(model=MODEL, input=text, max_output_tokens=100)
     assert answer.output_text == text
-    assert await by_path(backend) == {"/v1/chat/completions": 1}
-    assert "jane.doe" not in json.dumps(await backend_body(backend))
-    with pytest.raises(openai.BadRequestError) as caught:
-        await sdk.responses.create(model=MODEL, input=text, max_output_tokens=100, previous_response_id="resp_1")
-    assert caught.value.response.headers["x-tokenward-reason"] == "invalid_field"
-    assert "forwarded as it was sent" in caught.value.message
-    assert await by_path(backend) == {"/v1/chat/completions": 1}
-    await sdk.responses.create(model=MODEL, input="no personal data here", max_output_tokens=8,
-                               previous_response_id="resp_1")
-    assert (await by_path(backend)).get("/v1/responses") == 1
+    assert await by_path(backend) == {"/v1/responses": 1}
+    sent = await backend_body(backend)
+    assert "jane.doe" not in json.dumps(sent) and "{EMAIL_0}" in sent["input"]
+    streamed = []
+    async with sdk.responses.stream(model=MODEL, input=text, max_output_tokens=100) as events:
+        async for event in events:
+            if event.type == "response.output_text.delta":
+                streamed.append(event.delta)
+        final = await events.get_final_response()
+    assert "".join(streamed) == final.output_text == text
+    answer = await sdk.responses.create(model=MODEL, input=text, max_output_tokens=100,
+                                        previous_response_id="resp_1", store=True)
+    sent = await backend_body(backend)
+    assert sent["previous_response_id"] == "resp_1" and "jane.doe" not in json.dumps(sent)
+    assert answer.output_text == text
 
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}}}

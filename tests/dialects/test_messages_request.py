@@ -117,7 +117,7 @@ def test_count_tokens_needs_no_max_tokens_and_counts_the_same_prompt():
     ({**BASE, "messages": [{"role": "user", "content": "x"}], "n": 2}, "unknown_field", "n"),
     ({**BASE, "messages": [{"role": "user", "content": [{"type": "text", "text": "x", "q": 1}]}]},
      "unknown_field", "messages[0].content[0].q"),
-    ({**BASE, "messages": [{"role": "system", "content": "x"}]}, "invalid_field", "messages[0].role"),
+    ({**BASE, "messages": [{"role": "critic", "content": "x"}]}, "invalid_field", "messages[0].role"),
     ({**BASE, "messages": [{"role": "user", "content": "x"}], "temperature": 1.5}, "invalid_field", "temperature"),
     ({**BASE, "messages": [{"role": "user", "content": "x"}], "tool_choice": {"type": "required"}},
      "invalid_field", "tool_choice.type"),
@@ -139,7 +139,7 @@ def test_strict_parse_refuses_by_name(body, reason, param):
 
 @pytest.mark.parametrize("content, param", [
     ([{"type": "tool_use", "id": "t", "name": "f", "input": {}}], "messages[0].content[0]"),
-    ([{"type": "text", "text": "x"}, {"type": "thinking", "thinking": "t", "signature": "s"}],
+    ([{"type": "text", "text": "x"}, {"type": "tool_use", "id": "t", "name": "f", "input": {}}],
      "messages[0].content[1]"),
 ])
 def test_blocks_in_the_wrong_role_are_refused(content, param):
@@ -160,7 +160,8 @@ def test_a_tool_use_input_must_be_an_object():
     ({"mcp_servers": [{"type": "url", "url": "https://mcp.example", "name": "x"}]}, "mcp_servers"),
     ({"container": "container_1"}, "container"),
     ({"messages": [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "content": [
-        {"type": "image", "source": {"type": "url", "url": "https://e.com/a.png"}}]}]}]}, "messages[0].content[0].content"),
+        {"type": "image", "source": {"type": "url", "url": "https://e.com/a.png"}}]}]}]},
+     "messages[0].content[0].content[0]"),
 ])
 def test_what_only_a_native_upstream_can_do_is_refused_when_translating(extra, param):
     body = {**BASE, "messages": [{"role": "user", "content": "x"}], **extra}

@@ -132,7 +132,7 @@ def test_unknown_fields_are_refused_by_name(body, param):
 
 
 @pytest.mark.parametrize("body, param", [
-    ({"model": "m", "input": [{"type": "shell_call_output", "x": 1}]}, "input[0].type"),
+    ({"model": "m", "input": [{"type": "teleport_call", "x": 1}]}, "input[0].type"),
     ({"model": "m", "input": "x", "tools": [{"type": "teleport"}]}, "tools[0].type"),
     ({"model": "m", "input": "x", "max_output_tokens": 0}, "max_output_tokens"),
     ({"model": "m", "input": "x", "temperature": 3}, "temperature"),

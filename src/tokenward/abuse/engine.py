@@ -170,7 +170,7 @@ class AbuseEngine:
         sketcher = self._sketcher
         if sketcher is None:
             return {}
-        from ..screening.texts import caller_texts
+        from ..validation.texts import chat_units, texts_of
 
         calls: list[BandCall] = []
         owners: list[str] = []
@@ -181,7 +181,7 @@ class AbuseEngine:
             if acc.prompt is None:
                 continue
             budget -= 1
-            bands = sketcher.bands_of(caller_texts(acc.prompt)[0])
+            bands = sketcher.bands_of(texts_of(chat_units(acc.prompt)))
             for band in bands or ():
                 calls.append(BandCall(band, f"{acc.tenant}{SEP}{key_id}"))
                 owners.append(key_id)

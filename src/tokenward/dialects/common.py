@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import secrets
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import Meta
 
 from ..errors import Reason, Refusal
 from ..validation.bounded import decode_refusal, too_deep, validation_refusal
@@ -19,11 +20,25 @@ DIALECT_UNSUPPORTED_STATUS = 400
 DIALECT_UNSUPPORTED_TYPE = "invalid_request_error"
 
 
+# State the API issued and a client sends back as it got it (a thinking block's
+# ``signature``, ``redacted_thinking.data``, ``encrypted_content``): base64 (standard or
+# URL-safe), at most 1 MiB. Never masked; counted as one token per byte. Anything else in
+# such a field (a sentence, an e-mail) is ``invalid_field``.
+OPAQUE_MAX = 1 << 20
+Opaque = Annotated[str, Meta(pattern=r"^[A-Za-z0-9+/_=-]*$", max_length=OPAQUE_MAX)]
+# Ids of items, calls and stored objects (``toolu_01...``, ``call_...``, ``fc_...``): no
+# space, no ``@``: structure, not text.
+StateId = Annotated[str, Meta(pattern=r"^[A-Za-z0-9_.:+/=|-]{1,256}$")]
+
+
 class Unsupported(msgspec.Struct, frozen=True):
     """A request feature that only an upstream serving the dialect natively can honour."""
 
     param: str
     message: str
+    # a native upstream can do it (state, server tools); False: the gateway could neither
+    # count nor screen it, so it is refused whatever the upstream (a file kept at the provider)
+    native: bool = True
 
     def refusal(self) -> Refusal:
         reason = getattr(Reason, DIALECT_UNSUPPORTED, Reason.invalid_field)

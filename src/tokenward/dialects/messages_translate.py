@@ -17,23 +17,37 @@ from msgspec import UNSET
 from ..errors import Reason, Refusal
 from . import chat_answer
 from .common import Unsupported, encode, new_id
+from .messages_blocks import (
+    SERVER_BLOCKS,
+    Base64Image,
+    Base64Pdf,
+    ContentSource,
+    DocumentBlock,
+    ImageBlock,
+    PlainTextSource,
+    SearchResultBlock,
+    TextBlock,
+    ToolReferenceBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    UrlSource,
+)
 from .messages_schema import (
-    Base64Source,
     ChoiceAny,
     ChoiceAuto,
     ChoiceNone,
     ChoiceTool,
-    ImageBlock,
     Message,
     Parsed,
-    TextBlock,
-    ToolResultBlock,
-    ToolUseBlock,
+    block_type,
 )
 
 _NATIVE = "only an upstream that serves the Messages API natively can"
 STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "tool_calls": "tool_use",
                 "function_call": "tool_use", "content_filter": "refusal"}
+# output_config.effort -> chat's reasoning_effort (the values chat takes; "max" and "xhigh"
+# ask for the most a chat backend offers)
+EFFORT = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
 
 
 def unsupported(parsed: Parsed) -> list[Unsupported]:
@@ -41,27 +55,37 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
     req = parsed.request
     out = [Unsupported("tools", f"the server tool `{kind}` runs on Anthropic's side: {_NATIVE} run it")
            for kind in parsed.server_tools]
-    servers = getattr(req, "mcp_servers", UNSET)
-    if isinstance(servers, list) and servers:
+    if req.mcp_servers:
         out.append(Unsupported("mcp_servers", f"MCP servers are called by the server: {_NATIVE} call them"))
-    if isinstance(getattr(req, "container", None), str):
+    if getattr(req, "container", None) not in (UNSET, None):
         out.append(Unsupported("container", f"a container is kept by the server: {_NATIVE} use it"))
+    if getattr(req, "thread", None) not in (UNSET, None):
+        out.append(Unsupported("thread", f"a thread is kept by the server: {_NATIVE} continue it"))
     for i, message in enumerate(req.messages):
         for j, block in enumerate(message.content if isinstance(message.content, list) else ()):
-            if isinstance(block, ToolResultBlock) and isinstance(block.content, list) and any(
-                    isinstance(inner, ImageBlock) for inner in block.content):
-                out.append(Unsupported(f"messages[{i}].content[{j}].content", "an image inside a tool_result has no "
-                                       "chat-completions equivalent (a tool message holds text)"))
+            where = f"messages[{i}].content[{j}]"
+            if isinstance(block, SERVER_BLOCKS):
+                out.append(Unsupported(where, f"a `{block_type(block)}` block comes from a tool the server runs: "
+                                       f"{_NATIVE} read it"))
+            elif isinstance(block, ToolResultBlock) and isinstance(block.content, list):
+                for k, inner in enumerate(block.content):
+                    if not isinstance(inner, (TextBlock, SearchResultBlock, ToolReferenceBlock)) and not (
+                            isinstance(inner, DocumentBlock) and not isinstance(inner.source, Base64Pdf)):
+                        out.append(Unsupported(f"{where}.content[{k}]", f"a `{block_type(inner)}` inside a "
+                                               "tool_result has no chat-completions equivalent (a tool message "
+                                               "holds text)", False))
     return out
 
 
 # -- request -------------------------------------------------------------------------
 
 
-def chat_request(parsed: Parsed, checked: bool = False) -> dict[str, Any]:
+def chat_request(parsed: Parsed, checked: bool = False, native: bool = False) -> dict[str, Any]:
     """The chat-completions request for a Messages (or count_tokens) request.
-    ``checked``: the caller already asked ``unsupported``."""
-    problems = [] if checked else unsupported(parsed)
+    ``checked``: the caller already asked ``unsupported``. ``native``: the view of a request
+    that goes to the upstream as it is (server-side blocks and tools are left out: the
+    upstream's own, counted and screened apart, dialects/messages_doc.py)."""
+    problems = [] if checked or native else unsupported(parsed)
     if problems:
         raise problems[0].refusal()
     req = parsed.request
@@ -83,7 +107,21 @@ def chat_request(parsed: Parsed, checked: bool = False) -> dict[str, Any]:
     if parsed.tools:
         chat["tools"] = [{"type": "function", "function": _function(tool)} for tool in parsed.tools]
     _tool_choice(req.tool_choice, chat)
+    _output(req, chat)
     return chat
+
+
+def _output(req: Any, chat: dict[str, Any]) -> None:
+    """``output_config``: the effort as chat's reasoning effort, the format as structured
+    output (under the plan's policy, as on chat)."""
+    config = req.output_config
+    if config is UNSET:
+        return
+    if isinstance(config.effort, str):
+        chat["reasoning_effort"] = EFFORT[config.effort]
+    fmt = config.format
+    if fmt not in (UNSET, None):
+        chat["response_format"] = {"type": "json_schema", "json_schema": {"name": "output", "schema": fmt.schema}}
 
 
 def _function(tool: Any) -> dict[str, Any]:
@@ -109,19 +147,34 @@ def _tool_choice(choice: Any, chat: dict[str, Any]) -> None:
 
 
 def _messages(req: Any) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
+    """The chat messages. System turns inside ``messages`` join the leading system message
+    (chat templates of vLLM's Qwen, Llama and Mistral models refuse a system message that
+    is not first), after ``system``, in order."""
+    system: list[dict[str, Any]] = []
     if isinstance(req.system, str):
-        out.append({"role": "system", "content": req.system})
+        system.append({"type": "text", "text": req.system})
     elif isinstance(req.system, list):
-        out.append({"role": "system", "content": [{"type": "text", "text": b.text} for b in req.system]})
+        system.extend({"type": "text", "text": b.text} for b in req.system)
+    out: list[dict[str, Any]] = []
     for i, message in enumerate(req.messages):
-        if isinstance(message.content, str):
+        if message.role == "system":
+            system.extend(_system_parts(message))
+        elif isinstance(message.content, str):
             out.append({"role": message.role, "content": message.content})
         elif message.role == "user":
             out.extend(_user(message, i))
         else:
             out.append(_assistant(message, i))
+    if system:
+        lead = system[0]["text"] if len(system) == 1 and isinstance(req.system, str) else system
+        out.insert(0, {"role": "system", "content": lead})
     return out
+
+
+def _system_parts(message: Message) -> list[dict[str, Any]]:
+    if isinstance(message.content, str):
+        return [{"type": "text", "text": message.content}]
+    return [{"type": "text", "text": block.text} for block in message.content if isinstance(block, TextBlock)]
 
 
 def _user(message: Message, i: int) -> list[dict[str, Any]]:
@@ -136,9 +189,44 @@ def _user(message: Message, i: int) -> list[dict[str, Any]]:
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageBlock):
             parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
-        else:
+        elif isinstance(block, (DocumentBlock, SearchResultBlock)):
+            parts.extend(_document_parts(block))
+        elif not isinstance(block, SERVER_BLOCKS) and not _dropped(block):
             raise _misplaced(block, "user", f"messages[{i}].content[{j}]")
     return tools + ([{"role": "user", "content": parts}] if parts else [])
+
+
+def _dropped(block: Any) -> bool:
+    """Blocks a chat backend has no place for, dropped from the chat view: thinking and
+    redacted thinking (their text is counted and screened apart when the body goes natively)."""
+    return block_type(block) in ("thinking", "redacted_thinking")
+
+
+def _document_parts(block: Any) -> list[dict[str, Any]]:
+    """A document or a search result as chat parts: its title and context as text, then its
+    content (text, images, a PDF as a file part validation reads)."""
+    parts: list[dict[str, Any]] = []
+    for name in ("title", "context", "source"):
+        value = getattr(block, name, None)
+        if isinstance(value, str) and value:
+            parts.append({"type": "text", "text": value})
+    source = getattr(block, "source", None)
+    if isinstance(block, SearchResultBlock):
+        parts.extend({"type": "text", "text": inner.text} for inner in block.content)
+    elif isinstance(source, PlainTextSource):
+        parts.append({"type": "text", "text": source.data})
+    elif isinstance(source, Base64Pdf):
+        parts.append({"type": "file", "file": {"file_data": f"data:application/pdf;base64,{source.data}"}})
+    elif isinstance(source, ContentSource):
+        if isinstance(source.content, str):
+            parts.append({"type": "text", "text": source.content})
+        else:
+            parts.extend({"type": "text", "text": inner.text} if isinstance(inner, TextBlock)
+                         else {"type": "image_url", "image_url": {"url": _image_url(inner)}}
+                         for inner in source.content)
+    elif isinstance(source, UrlSource):
+        parts.append({"type": "file", "file": {"file_data": source.url}})   # refused by validation: remote
+    return parts
 
 
 def _result_text(block: ToolResultBlock) -> Any:
@@ -146,14 +234,24 @@ def _result_text(block: ToolResultBlock) -> Any:
         return ""
     if isinstance(block.content, str):
         return block.content
-    return [{"type": "text", "text": inner.text} for inner in block.content if isinstance(inner, TextBlock)]
+    out: list[dict[str, Any]] = []
+    for inner in block.content:
+        if isinstance(inner, TextBlock):
+            out.append({"type": "text", "text": inner.text})
+        elif isinstance(inner, (DocumentBlock, SearchResultBlock)):
+            out.extend(part for part in _document_parts(inner) if part["type"] == "text")
+        elif isinstance(inner, ToolReferenceBlock):
+            out.append({"type": "text", "text": inner.tool_name})
+    return out
 
 
 def _image_url(block: ImageBlock) -> str:
     source = block.source
-    if isinstance(source, Base64Source):
+    if isinstance(source, Base64Image):
         return f"data:{source.media_type};base64,{source.data}"
-    return source.url
+    if isinstance(source, UrlSource):
+        return source.url
+    return ""   # a file_id: refused by the parse's rules
 
 
 def _assistant(message: Message, i: int) -> dict[str, Any]:
@@ -170,9 +268,8 @@ def _assistant(message: Message, i: int) -> dict[str, Any]:
                               "object", param=param)
             calls.append({"id": block.id, "type": "function",
                           "function": {"name": block.name, "arguments": raw.decode()}})
-        elif isinstance(block, (ImageBlock, ToolResultBlock)):
+        elif not isinstance(block, SERVER_BLOCKS) and not _dropped(block):
             raise _misplaced(block, "assistant", f"messages[{i}].content[{j}]")
-        # thinking and redacted_thinking blocks: a chat backend has no place for them
     # tool calls alone: content "" (OpenAI and vLLM take null too, llama.cpp's server and its
     # chat templates only a string)
     out: dict[str, Any] = {"role": "assistant", "content": parts or ""}
@@ -182,9 +279,8 @@ def _assistant(message: Message, i: int) -> dict[str, Any]:
 
 
 def _misplaced(block: Any, role: str, param: str) -> Refusal:
-    kind = type(block).__struct_config__.tag
-    return Refusal(Reason.invalid_field, f"Invalid value at {param}: a `{kind}` block is not allowed in a "
-                   f"{role} message", param=param)
+    return Refusal(Reason.invalid_field, f"Invalid value at {param}: a `{block_type(block)}` block is not allowed "
+                   f"in a {role} message", param=param)
 
 
 # -- answer --------------------------------------------------------------------------

@@ -7,9 +7,11 @@ Anthropic's ``usage`` (whole, or ``message_start`` then ``message_delta``). Anth
 prompt tokens read from or written to its cache apart from ``input_tokens``; the prompt
 here is their sum, as chat's ``prompt_tokens`` is.
 
-``text_delta`` names the events that carry generated text, with a key per text slot, so a
-streamed restorer (personal data) can keep one hold-back buffer per slot and write the
-restored text back with ``with_text``. Events that repeat a whole text (``.done``,
+``text_delta`` names the events that carry generated text (an answer's text, a tool call's
+arguments, thinking and reasoning), with a key per text slot: the stream's usage is counted
+from them when the upstream reports none or less, and a streamed editor (the personal-data
+restorer, dialects/native_edit.py) keeps one hold-back buffer per slot and writes the
+edited text back with ``with_text``. Events that repeat a whole text (``.done``,
 ``output_item.done``, ``response.completed``) are listed by ``whole_texts``.
 """
 
@@ -61,6 +63,9 @@ class StreamUsage:
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
         self._usage: dict[str, Any] = {}
+        # the upstream's final count arrived (``response.completed`` with usage, a
+        # ``message_delta`` with output tokens): until then what was reported is a floor
+        self.final = False
 
     def feed(self, data: dict[str, Any]) -> None:
         kind = data.get("type")
@@ -69,6 +74,7 @@ class StreamUsage:
                 response = data.get("response")
                 if isinstance(response, dict) and isinstance(response.get("usage"), dict):
                     self._usage = response["usage"]
+                    self.final = True
         elif kind == "message_start" and isinstance(data.get("message"), dict):
             usage = data["message"].get("usage")
             if isinstance(usage, dict):
@@ -76,24 +82,39 @@ class StreamUsage:
         elif kind == "message_delta" and isinstance(data.get("usage"), dict):
             # message_delta's counts are cumulative: they replace message_start's
             self._usage.update({k: v for k, v in data["usage"].items() if v is not None})
+            self.final = _int(data["usage"].get("output_tokens")) is not None
 
     @property
     def counts(self) -> Counts | None:
         return (responses_usage if self.dialect == "responses" else messages_usage)(self._usage or None)
 
 
-def text_delta(data: dict[str, Any]) -> tuple[tuple[Any, ...], str] | None:
-    """(slot key, text) of an event that carries a piece of generated text, else None."""
+# Responses events that carry a piece of generated text in ``delta``: (slot kind, is tool input)
+_RESPONSES_DELTAS = {
+    "response.output_text.delta": ("text", False), "response.refusal.delta": ("text", False),
+    "response.function_call_arguments.delta": ("arguments", True),
+    "response.custom_tool_call_input.delta": ("arguments", True),
+    "response.reasoning_text.delta": ("reasoning", False),
+    "response.reasoning_summary_text.delta": ("summary", False),
+}
+# Anthropic's content_block_delta types: the field holding the text, and whether it is tool input
+_MESSAGES_DELTAS = {"text_delta": ("text", False), "input_json_delta": ("partial_json", True),
+                    "thinking_delta": ("thinking", False)}
+
+
+def text_delta(data: dict[str, Any]) -> tuple[tuple[Any, ...], str, bool] | None:
+    """(slot key, text, whether it is a tool's input) of an event that carries a piece of
+    generated text (an answer's text, a tool call's arguments, thinking), else None."""
     kind = data.get("type")
-    if kind in ("response.output_text.delta", "response.refusal.delta"):
-        return ("responses", data.get("output_index"), data.get("content_index")), _str(data.get("delta"))
-    if kind == "response.function_call_arguments.delta":
-        return ("responses", data.get("output_index"), "arguments"), _str(data.get("delta"))
+    spec = _RESPONSES_DELTAS.get(kind) if isinstance(kind, str) else None
+    if spec is not None:
+        where = data.get("summary_index", data.get("content_index"))
+        return ("responses", data.get("output_index"), spec[0], where), _str(data.get("delta")), spec[1]
     if kind == "content_block_delta" and isinstance(data.get("delta"), dict):
         delta = data["delta"]
-        field = {"text_delta": "text", "input_json_delta": "partial_json"}.get(delta.get("type"))
-        if field is not None:
-            return ("messages", data.get("index")), _str(delta.get(field))
+        found = _MESSAGES_DELTAS.get(delta.get("type"))
+        if found is not None:
+            return ("messages", data.get("index")), _str(delta.get(found[0])), found[1]
     return None
 
 
@@ -102,7 +123,9 @@ def with_text(data: dict[str, Any], text: str) -> dict[str, Any]:
     out = dict(data)
     if "delta" in out and isinstance(out["delta"], dict):
         delta = dict(out["delta"])
-        delta["text" if delta.get("type") == "text_delta" else "partial_json"] = text
+        kind = delta.get("type")
+        spec = _MESSAGES_DELTAS.get(kind) if isinstance(kind, str) else None
+        delta[spec[0] if spec is not None else "text"] = text
         out["delta"] = delta
     else:
         out["delta"] = text

@@ -1,14 +1,16 @@
 """Strict Structs for ``POST /v1/responses`` (OpenAI's Responses API).
 
-Shapes follow the official ``openai`` package (``openai.types.responses``): the request
-body of ``client.responses.create``. Every Struct forbids unknown fields. Two lists are
-free-form in the API, their elements told apart by ``type`` (and an input message may
-omit its ``type``): ``input`` items and ``tools``. They are decoded as ``Raw`` here and
-each element strictly by ``parse``, with errors naming ``input[3].content[0].text``.
+Shapes follow the official ``openai`` package's request types
+(``openai.types.responses.response_create_params``), pinned in the test extra; a test walks
+them (tests/dialects/test_sdk_coverage.py). As for Messages (messages_schema.py), every
+field is text (screened, masked, counted: responses_doc.py), structure, opaque state
+(``encrypted_content``: base64, bounded), server side (items and tools of tools the
+upstream runs: kept as JSON, screened as JSON text, forwarded only natively), or refused /
+dropped by a rule (``TOP_RULES``).
 
-Built-in tools (web search, file search, code interpreter, ...), ``conversation`` and
-``prompt`` run on OpenAI's side: they are kept as raw bytes for native forwarding and
-listed as ``Unsupported`` for translation (``responses_translate``).
+Two lists are free-form in the API, their elements told apart by ``type`` (and an input
+message may omit its ``type``): ``input`` items and ``tools``. They are decoded as ``Raw``
+here and each element strictly by ``parse``, with errors naming ``input[3].content[0].text``.
 """
 
 from __future__ import annotations
@@ -20,37 +22,80 @@ from msgspec import UNSET, Meta, Raw, UnsetType
 
 from ..errors import Reason, Refusal
 from ..validation.bounded import decode_request
-from ..validation.schemas import Identifier, Opt, ShortText, Strict, ToolName
-from .common import decode_sub, type_of
+from ..validation.schemas import Opt, ShortText, Strict, ToolName
+from .common import Opaque, StateId, decode_sub, type_of
 
 PositiveInt = Annotated[int, Meta(ge=1)]
-Detail = Union[Literal["auto", "low", "high", "original"], UnsetType]
+Detail = Union[Literal["auto", "low", "high", "original"], None, UnsetType]
 Metadata = Annotated[dict[Annotated[str, Meta(max_length=64)], Annotated[str, Meta(max_length=512)]],
                      Meta(max_length=16)]
+Status = Opt[Literal["in_progress", "completed", "incomplete"]]
 
 # -- content parts -------------------------------------------------------------------
 
 
+class CacheBreakpoint(Strict, kw_only=True):
+    mode: Literal["explicit"]
+    ttl: Union[Literal["30m", "12h"], UnsetType] = UNSET
+
+
+Breakpoint = Opt[CacheBreakpoint]
+
+
 class InputText(Strict, tag_field="type", tag="input_text", kw_only=True):
     text: str
+    prompt_cache_breakpoint: Breakpoint = UNSET
 
 
 class InputImage(Strict, tag_field="type", tag="input_image", kw_only=True):
     image_url: Opt[str] = UNSET
-    file_id: Opt[Identifier] = UNSET
+    file_id: Opt[StateId] = UNSET
     detail: Detail = UNSET
+    prompt_cache_breakpoint: Breakpoint = UNSET
 
 
 class InputFile(Strict, tag_field="type", tag="input_file", kw_only=True):
     file_data: Opt[str] = UNSET
-    file_id: Opt[Identifier] = UNSET
+    file_id: Opt[StateId] = UNSET
     file_url: Opt[str] = UNSET
     filename: Opt[ShortText] = UNSET
+    detail: Union[Literal["auto", "low", "high"], UnsetType] = UNSET
+    prompt_cache_breakpoint: Breakpoint = UNSET
+
+
+class FileCitation(Strict, tag_field="type", tag="file_citation", kw_only=True):
+    file_id: StateId
+    filename: str
+    index: Annotated[int, Meta(ge=0)]
+
+
+class UrlCitation(Strict, tag_field="type", tag="url_citation", kw_only=True):
+    start_index: Annotated[int, Meta(ge=0)]
+    end_index: Annotated[int, Meta(ge=0)]
+    title: str
+    url: str
+
+
+class ContainerFileCitation(Strict, tag_field="type", tag="container_file_citation", kw_only=True):
+    container_id: StateId
+    file_id: StateId
+    filename: str
+    start_index: Annotated[int, Meta(ge=0)]
+    end_index: Annotated[int, Meta(ge=0)]
+
+
+class FilePath(Strict, tag_field="type", tag="file_path", kw_only=True):
+    file_id: StateId
+    index: Annotated[int, Meta(ge=0)]
+
+
+Annotation = Union[FileCitation, UrlCitation, ContainerFileCitation, FilePath]
 
 
 class OutputText(Strict, tag_field="type", tag="output_text", kw_only=True):
     text: str
-    annotations: Union[list[Raw], UnsetType] = UNSET
+    annotations: Union[list[Annotation], UnsetType] = UNSET
+    # the log probabilities of an earlier answer: never input to a model, dropped (parse)
     logprobs: Union[list[Raw], UnsetType] = UNSET
 
 
@@ -70,47 +115,114 @@ class MessageItem(Strict, kw_only=True):
     type: Union[Literal["message"], UnsetType] = UNSET
     role: Literal["user", "assistant", "system", "developer"]
     content: Union[str, list[Part]]
-    id: Union[Identifier, UnsetType] = UNSET
-    status: Union[Literal["in_progress", "completed", "incomplete"], UnsetType] = UNSET
+    id: Union[StateId, UnsetType] = UNSET
+    status: Status = UNSET
     phase: Opt[Literal["commentary", "final_answer"]] = UNSET
+
+
+class DirectCaller(Strict, tag_field="type", tag="direct", kw_only=True):
+    pass
+
+
+class ProgramCaller(Strict, tag_field="type", tag="program", kw_only=True):
+    caller_id: StateId
+
+
+Caller = Opt[Union[DirectCaller, ProgramCaller]]
 
 
 class FunctionCallItem(Strict, kw_only=True):
     type: Literal["function_call"]
-    call_id: Identifier
+    call_id: StateId
     name: ToolName
     arguments: str
-    id: Union[Identifier, UnsetType] = UNSET
-    status: Union[Literal["in_progress", "completed", "incomplete"], UnsetType] = UNSET
+    id: Union[StateId, UnsetType] = UNSET
+    status: Status = UNSET
+    caller: Caller = UNSET
+    namespace: Union[ToolName, UnsetType] = UNSET
+    async_: Union[bool, UnsetType] = msgspec.field(name="async", default=UNSET)
 
 
 class FunctionCallOutputItem(Strict, kw_only=True):
     type: Literal["function_call_output"]
-    call_id: Identifier
+    call_id: Opt[StateId] = UNSET
     output: Union[str, list[ToolOutputPart]]
-    id: Opt[Identifier] = UNSET
-    status: Opt[Literal["in_progress", "completed", "incomplete"]] = UNSET
+    id: Opt[StateId] = UNSET
+    status: Status = UNSET
+    caller: Caller = UNSET
+    name: Opt[ToolName] = UNSET
+    namespace: Opt[ToolName] = UNSET
+
+
+class SummaryText(Strict, tag_field="type", tag="summary_text", kw_only=True):
+    text: str
+
+
+class ReasoningText(Strict, tag_field="type", tag="reasoning_text", kw_only=True):
+    text: str
 
 
 class ReasoningItem(Strict, kw_only=True):
     """Reasoning a previous answer returned, sent back by agents (Codex does)."""
 
     type: Literal["reasoning"]
-    id: Union[Identifier, UnsetType] = UNSET
-    summary: list[Raw]
-    content: Opt[list[Raw]] = UNSET
-    encrypted_content: Opt[str] = UNSET
-    status: Union[Literal["in_progress", "completed", "incomplete"], UnsetType] = UNSET
+    id: Union[StateId, UnsetType] = UNSET
+    summary: list[SummaryText]
+    content: Opt[list[ReasoningText]] = UNSET
+    encrypted_content: Opt[Opaque] = UNSET
+    status: Status = UNSET
+
+
+class CustomToolCallItem(Strict, kw_only=True):
+    """A call of a client-run custom tool (free-form input, e.g. a patch)."""
+
+    type: Literal["custom_tool_call"]
+    call_id: StateId
+    name: ToolName
+    input: str
+    id: Union[StateId, UnsetType] = UNSET
+    caller: Caller = UNSET
+    namespace: Union[ToolName, UnsetType] = UNSET
+    async_: Union[bool, UnsetType] = msgspec.field(name="async", default=UNSET)
+
+
+class CustomToolCallOutputItem(Strict, kw_only=True):
+    type: Literal["custom_tool_call_output"]
+    call_id: StateId
+    output: Union[str, list[ToolOutputPart]]
+    id: Union[StateId, UnsetType] = UNSET
+    caller: Caller = UNSET
+
+
+class CompactionItem(Strict, kw_only=True):
+    """An earlier context, compacted and encrypted by the upstream: opaque state."""
+
+    type: Literal["compaction"]
+    encrypted_content: Opaque
+    id: Opt[StateId] = UNSET
 
 
 class ItemReference(Strict, kw_only=True):
-    type: Literal["item_reference"]
-    id: Identifier
+    type: Opt[Literal["item_reference"]] = UNSET
+    id: StateId
 
 
-InputItem = Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, ItemReference]
+InputItem = Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, CustomToolCallItem,
+                  CustomToolCallOutputItem, CompactionItem, ItemReference]
+
+# Items of tools the upstream runs (or that only it understands): kept as their JSON,
+# screened as JSON text, forwarded to an upstream that serves the API natively only.
+SERVER_ITEMS = frozenset({
+    "file_search_call", "computer_call", "computer_call_output", "web_search_call", "image_generation_call",
+    "code_interpreter_call", "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
+    "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
+    "mcp_approval_response", "mcp_call", "tool_search_call", "tool_search_output", "program", "program_output",
+    "compaction_trigger", "configuration_update", "additional_tools",
+})
 
 # -- tools, text format, reasoning ---------------------------------------------------
+
+CallerKinds = Opt[list[Literal["direct", "programmatic"]]]
 
 
 class FunctionTool(Strict, kw_only=True):
@@ -119,23 +231,38 @@ class FunctionTool(Strict, kw_only=True):
     description: Opt[str] = UNSET
     parameters: Union[Raw, UnsetType] = UNSET   # a JSON schema, or null
     strict: Opt[bool] = UNSET
+    output_schema: Union[Raw, UnsetType] = UNSET
+    defer_loading: Union[bool, UnsetType] = UNSET
+    allowed_callers: CallerKinds = UNSET
+    async_: Union[bool, UnsetType] = msgspec.field(name="async", default=UNSET)
 
 
 class FunctionChoice(Strict, tag_field="type", tag="function", kw_only=True):
     name: ToolName
 
 
-class AllowedToolRef(Strict, kw_only=True):
-    type: Literal["function"]
+class CustomChoice(Strict, tag_field="type", tag="custom", kw_only=True):
     name: ToolName
 
 
 class AllowedToolsChoice(Strict, tag_field="type", tag="allowed_tools", kw_only=True):
     mode: Literal["auto", "required"]
-    tools: Annotated[list[AllowedToolRef], Meta(min_length=1)]
+    tools: Annotated[list[Raw], Meta(min_length=1)]   # tool references: {type, name, ...}
 
 
-ToolChoice = Union[Literal["none", "auto", "required"], FunctionChoice, AllowedToolsChoice]
+class _AllowedFunction(Strict, kw_only=True):
+    type: Literal["function", "custom"]
+    name: ToolName
+
+
+ToolChoice = Union[Literal["none", "auto", "required"], FunctionChoice, CustomChoice, AllowedToolsChoice]
+# tool_choice naming a tool the upstream runs ({"type": "file_search"}, {"type": "mcp", ...}):
+# kept as JSON for a native upstream
+SERVER_CHOICES = frozenset({
+    "file_search", "web_search_preview", "web_search_preview_2025_03_11", "computer", "computer_use",
+    "computer_use_preview", "image_generation", "code_interpreter", "mcp", "programmatic_tool_calling",
+    "apply_patch", "shell",
+})
 
 
 class TextFormatText(Strict, tag_field="type", tag="text", kw_only=True):
@@ -158,26 +285,60 @@ class TextConfig(Strict, kw_only=True):
     verbosity: Opt[Literal["low", "medium", "high"]] = UNSET
 
 
+Effort = Literal["none", "minimal", "low", "medium", "high", "xhigh", "max"]
+
+
 class Reasoning(Strict, kw_only=True):
-    effort: Opt[Literal["none", "minimal", "low", "medium", "high", "xhigh"]] = UNSET
+    effort: Opt[Effort] = UNSET
     summary: Opt[Literal["auto", "concise", "detailed"]] = UNSET
     generate_summary: Opt[Literal["auto", "concise", "detailed"]] = UNSET
+    context: Opt[Literal["auto", "current_turn", "all_turns"]] = UNSET
+    mode: Union[ShortText, UnsetType] = UNSET
 
 
 class StreamOptions(Strict, kw_only=True):
     include_obfuscation: Opt[bool] = UNSET
 
 
+class ContextManagement(Strict, kw_only=True):
+    type: ShortText
+    compact_threshold: Opt[Annotated[int, Meta(ge=0)]] = UNSET
+
+
+class PromptCacheOptions(Strict, kw_only=True):
+    comparison_response_id: Opt[StateId] = UNSET
+    mode: Union[Literal["implicit", "explicit"], UnsetType] = UNSET
+    prewarm: Union[bool, UnsetType] = UNSET
+    ttl: Union[Literal["30m", "12h"], UnsetType] = UNSET
+
+
+class ImageOptions(Strict, kw_only=True):
+    context_compression: Union[Literal["auto", "enabled", "disabled"], UnsetType] = UNSET
+
+
+class BackgroundOptions(Strict, kw_only=True):
+    completion_window: Union[Literal["soonest", "2h", "8h"], UnsetType] = UNSET
+    continuation_id: Union[StateId, UnsetType] = UNSET
+
+
+class PromptRef(Strict, kw_only=True):
+    """A prompt template stored at OpenAI (stateful), with variables (text)."""
+
+    id: StateId
+    variables: Union[dict[Annotated[str, Meta(max_length=64)], Raw], UnsetType] = UNSET
+    version: Opt[ShortText] = UNSET
+
+
 # -- the request ---------------------------------------------------------------------
 
 
 class ResponsesRequest(Strict, kw_only=True):
-    model: Identifier
+    model: ShortText
     input: Union[str, list[Raw], UnsetType] = UNSET
     instructions: Opt[str] = UNSET
     max_output_tokens: Opt[PositiveInt] = UNSET
     tools: Opt[list[Raw]] = UNSET
-    tool_choice: Opt[ToolChoice] = UNSET
+    tool_choice: Union[Raw, UnsetType] = UNSET       # decoded by ``parse`` (Parsed.tool_choice)
     parallel_tool_calls: Opt[bool] = UNSET
     max_tool_calls: Opt[PositiveInt] = UNSET
     temperature: Opt[Annotated[float, Meta(ge=0.0, le=2.0)]] = UNSET
@@ -186,37 +347,59 @@ class ResponsesRequest(Strict, kw_only=True):
     stream: Opt[bool] = UNSET
     stream_options: Opt[StreamOptions] = UNSET
     store: Opt[bool] = UNSET
-    previous_response_id: Opt[Identifier] = UNSET
-    conversation: Union[Raw, UnsetType] = UNSET
-    prompt: Union[Raw, UnsetType] = UNSET
+    previous_response_id: Opt[StateId] = UNSET
+    conversation: Union[Raw, UnsetType] = UNSET      # an id or {"id": ...}: state kept upstream
+    prompt: Opt[PromptRef] = UNSET
     background: Opt[bool] = UNSET
+    background_options: Union[BackgroundOptions, UnsetType] = UNSET
     metadata: Opt[Metadata] = UNSET
+    client_metadata: Opt[Metadata] = UNSET      # Codex sends it on every request
     user: Opt[ShortText] = UNSET
     safety_identifier: Opt[ShortText] = UNSET
     prompt_cache_key: Opt[ShortText] = UNSET
-    prompt_cache_retention: Opt[Literal["in-memory", "24h"]] = UNSET
-    service_tier: Opt[Literal["auto", "default", "flex", "scale", "priority"]] = UNSET
+    prompt_cache_retention: Opt[Literal["in-memory", "in_memory", "24h"]] = UNSET
+    prompt_cache_options: Union[PromptCacheOptions, UnsetType] = UNSET
+    service_tier: Opt[Literal["auto", "default", "flex", "scale", "priority", "fast", "ultrafast"]] = UNSET
     text: Opt[TextConfig] = UNSET
     reasoning: Opt[Reasoning] = UNSET
     truncation: Opt[Literal["auto", "disabled"]] = UNSET
     include: Opt[list[Annotated[str, Meta(max_length=64)]]] = UNSET
+    context_management: Opt[list[ContextManagement]] = UNSET
+    image: Union[ImageOptions, UnsetType] = UNSET
+    # dropped by a rule (TOP_RULES)
+    moderation: Union[Raw, UnsetType] = UNSET
+    access_programs: Union[Raw, UnsetType] = UNSET
 
 
-# Built-in tools: run by OpenAI, so only an upstream serving responses natively has them.
+# Fields not forwarded as they are (docs/dialects.md): dropped, with why.
+TOP_RULES: dict[str, str] = {
+    "moderation": "moderation by another model at OpenAI; the gateway screens the request itself",
+    "access_programs": "access programs are an OpenAI account's settings",
+}
+
+# Built-in tools: run by OpenAI (or defined by it), so only an upstream serving responses
+# natively has them. ``namespace`` and ``custom`` hold client-run tools.
 BUILTIN_TOOLS = frozenset({
     "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
-    "file_search", "computer", "computer_use_preview", "code_interpreter", "image_generation",
+    "file_search", "computer", "computer_use", "computer_use_preview", "code_interpreter", "image_generation",
     "mcp", "local_shell", "shell", "apply_patch", "custom", "namespace", "tool_search",
+    "programmatic_tool_calling",
 })
 
 
 class Parsed(msgspec.Struct, kw_only=True):
-    """A Responses request: its top level, its items and tools decoded strictly."""
+    """A Responses request: its top level, its items and tools decoded strictly. ``items``
+    and ``all_tools`` keep the request's order, server-side ones as their raw JSON."""
 
     request: ResponsesRequest
     items: list[InputItem]
     functions: list[FunctionTool]
     builtin_tools: list[str]      # the ``type`` of each built-in tool, in order
+    all_items: list[Union[InputItem, Raw]] = []
+    all_tools: list[Union[FunctionTool, Raw]] = []
+    server_items: list[tuple[int, str]] = []   # (index in input, type) of each server-side item
+    tool_choice: Union[ToolChoice, None, UnsetType] = UNSET
+    server_choice: bool = False   # tool_choice names a tool the upstream runs
 
 
 _REQUEST = msgspec.json.Decoder(ResponsesRequest)
@@ -225,9 +408,14 @@ _ITEMS: dict[str, msgspec.json.Decoder[Any]] = {
     "function_call": msgspec.json.Decoder(FunctionCallItem),
     "function_call_output": msgspec.json.Decoder(FunctionCallOutputItem),
     "reasoning": msgspec.json.Decoder(ReasoningItem),
+    "custom_tool_call": msgspec.json.Decoder(CustomToolCallItem),
+    "custom_tool_call_output": msgspec.json.Decoder(CustomToolCallOutputItem),
+    "compaction": msgspec.json.Decoder(CompactionItem),
     "item_reference": msgspec.json.Decoder(ItemReference),
 }
 _FUNCTION = msgspec.json.Decoder(FunctionTool)
+_ALLOWED = msgspec.json.Decoder(_AllowedFunction)
+_CHOICE = msgspec.json.Decoder(Union[ToolChoice, None])
 
 
 def parse(body: bytes) -> Parsed:
@@ -236,22 +424,69 @@ def parse(body: bytes) -> Parsed:
     if req.input is UNSET and req.prompt is UNSET:
         raise Refusal(Reason.invalid_field, "Missing required parameter: input", param="input")
     items: list[InputItem] = []
+    every: list[Union[InputItem, Raw]] = []
+    server_items: list[tuple[int, str]] = []
     for i, raw in enumerate(req.input if isinstance(req.input, list) else ()):
         kind = type_of(raw, "message")
         decoder = _ITEMS.get(kind) if isinstance(kind, str) else None
-        if decoder is None:
+        if decoder is not None:
+            item = decode_sub(raw, decoder, f"input[{i}]")
+            items.append(item)
+            every.append(item)
+        elif isinstance(kind, str) and kind in SERVER_ITEMS:
+            server_items.append((i, kind))
+            every.append(raw)
+        else:
             raise Refusal(Reason.invalid_field, f"Invalid value at input[{i}].type: unsupported item type"
                           f" {str(kind)[:64]!r}", param=f"input[{i}].type")
-        items.append(decode_sub(raw, decoder, f"input[{i}]"))
     functions: list[FunctionTool] = []
     builtin: list[str] = []
+    tools: list[Union[FunctionTool, Raw]] = []
     for i, raw in enumerate(req.tools or ()):
         kind = type_of(raw)
         if kind == "function":
-            functions.append(decode_sub(raw, _FUNCTION, f"tools[{i}]"))
+            tool = decode_sub(raw, _FUNCTION, f"tools[{i}]")
+            functions.append(tool)
+            tools.append(tool)
         elif isinstance(kind, str) and kind in BUILTIN_TOOLS:
             builtin.append(kind)
+            tools.append(raw)
         else:
             raise Refusal(Reason.invalid_field, f"Invalid value at tools[{i}].type: unsupported tool type"
                           f" {str(kind)[:64]!r}", param=f"tools[{i}].type")
-    return Parsed(request=req, items=items, functions=functions, builtin_tools=builtin)
+    _rules(req, items)
+    parsed = Parsed(request=req, items=items, functions=functions, builtin_tools=builtin, all_items=every,
+                    all_tools=tools, server_items=server_items)
+    _tool_choice(req, parsed)
+    return parsed
+
+
+def _tool_choice(req: ResponsesRequest, parsed: Parsed) -> None:
+    raw = req.tool_choice
+    if raw is UNSET:
+        return
+    kind = type_of(raw)
+    if isinstance(kind, str) and kind in SERVER_CHOICES:
+        parsed.server_choice = True
+        return
+    parsed.tool_choice = decode_sub(raw, _CHOICE, "tool_choice")
+
+
+def allowed_names(choice: AllowedToolsChoice) -> set[str]:
+    """The client-run tools an ``allowed_tools`` choice names (others are server tools)."""
+    names = set()
+    for i, raw in enumerate(choice.tools):
+        if type_of(raw) in ("function", "custom"):
+            names.add(decode_sub(raw, _ALLOWED, f"tool_choice.tools[{i}]").name)
+    return names
+
+
+def _rules(req: ResponsesRequest, items: list[InputItem]) -> None:
+    for field in TOP_RULES:
+        if getattr(req, field) is not UNSET:
+            setattr(req, field, UNSET)
+    for item in items:
+        if isinstance(item, MessageItem) and isinstance(item.content, list):
+            for part in item.content:
+                if isinstance(part, OutputText) and part.logprobs is not UNSET:
+                    part.logprobs = UNSET   # an earlier answer's log probabilities: not input

@@ -19,6 +19,10 @@ from . import chat_answer
 from .common import Unsupported, new_id
 from .responses_schema import (
     AllowedToolsChoice,
+    CompactionItem,
+    CustomChoice,
+    CustomToolCallItem,
+    CustomToolCallOutputItem,
     FunctionCallItem,
     FunctionCallOutputItem,
     FunctionChoice,
@@ -32,6 +36,7 @@ from .responses_schema import (
     RefusalContent,
     TextFormatJsonObject,
     TextFormatJsonSchema,
+    allowed_names,
 )
 
 _NATIVE = "only an upstream that serves the Responses API natively can"
@@ -48,19 +53,24 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
         out.append(Unsupported("store", f"store: true asks for the response to be kept: {_NATIVE}; send store: false"))
     if req.background is True:
         out.append(Unsupported("background", f"background responses are run and kept by the server: {_NATIVE}"))
-    for name in ("conversation", "prompt"):
-        if getattr(req, name) is not UNSET and bytes(getattr(req, name)) != b"null":
-            out.append(Unsupported(name, f"`{name}` refers to state kept by OpenAI: {_NATIVE} resolve it"))
+    if req.conversation is not UNSET and bytes(req.conversation) != b"null":
+        out.append(Unsupported("conversation", f"`conversation` refers to state kept by OpenAI: {_NATIVE} resolve it"))
+    if req.prompt not in (UNSET, None):
+        out.append(Unsupported("prompt", f"`prompt` refers to a template kept by OpenAI: {_NATIVE} resolve it"))
     for kind in parsed.builtin_tools:
         out.append(Unsupported("tools", f"the built-in tool `{kind}` runs on OpenAI's servers: {_NATIVE} run it"))
+    if parsed.server_choice:
+        out.append(Unsupported("tool_choice", f"tool_choice names a tool OpenAI's servers run: {_NATIVE} run it"))
+    for i, kind in parsed.server_items:
+        out.append(Unsupported(f"input[{i}]", f"a `{kind}` item comes from a tool the server runs: {_NATIVE} read it"))
     if req.truncation == "auto":
         out.append(Unsupported("truncation", f"truncation: auto drops input to fit the context: {_NATIVE} do it"))
     if isinstance(req.max_tool_calls, int):
         out.append(Unsupported("max_tool_calls", f"max_tool_calls bounds a server-side tool loop: {_NATIVE}"))
     if isinstance(req.top_logprobs, int) and req.top_logprobs > 0:
         out.append(Unsupported("top_logprobs", f"log probabilities in a response: {_NATIVE} return them"))
-    if req.reasoning not in (None, UNSET) and req.reasoning.effort == "xhigh":
-        out.append(Unsupported("reasoning.effort", "reasoning effort `xhigh` has no chat-completions equivalent"))
+    if req.reasoning not in (None, UNSET) and req.reasoning.effort in ("xhigh", "max"):
+        out.append(Unsupported("reasoning.effort", f"reasoning effort `{req.reasoning.effort}` has no chat-completions equivalent"))
     out.extend(_unsupported_items(parsed))
     return out
 
@@ -71,27 +81,38 @@ def _unsupported_items(parsed: Parsed) -> list[Unsupported]:
         if isinstance(item, ItemReference):
             out.append(Unsupported(f"input[{i}]", f"an item_reference names a stored item: {_NATIVE} resolve it"))
             continue
+        if isinstance(item, CompactionItem):
+            out.append(Unsupported(f"input[{i}]", f"a compaction item is context encrypted by the server: {_NATIVE} "
+                                   "read it"))
+            continue
+        if isinstance(item, (CustomToolCallItem, CustomToolCallOutputItem)):
+            out.append(Unsupported(f"input[{i}]", f"a custom tool's call has no chat-completions equivalent: {_NATIVE}"
+                                   " take it"))
+            continue
         parts = item.content if isinstance(item, MessageItem) else getattr(item, "output", "")
         for j, part in enumerate(parts if isinstance(parts, list) else ()):
             if isinstance(part, (InputImage, InputFile)) and isinstance(part.file_id, str):
                 out.append(Unsupported(f"input[{i}].content[{j}].file_id",
-                                       f"a file_id names a file stored at OpenAI: {_NATIVE} read it"))
+                                       f"a file_id names a file stored at OpenAI: {_NATIVE} read it", False))
             elif isinstance(part, InputFile) and isinstance(part.file_url, str):
                 out.append(Unsupported(f"input[{i}].content[{j}].file_url",
-                                       f"a file_url is fetched by the server: {_NATIVE} fetch it"))
+                                       f"a file_url is fetched by the server: {_NATIVE} fetch it", False))
             elif isinstance(item, FunctionCallOutputItem) and not isinstance(part, InputText):
                 out.append(Unsupported(f"input[{i}].output[{j}]", "a function_call_output with an image or a file "
-                                       "has no chat-completions equivalent (a tool message holds text)"))
+                                       "has no chat-completions equivalent (a tool message holds text)", False))
     return out
 
 
 # -- request -------------------------------------------------------------------------
 
 
-def chat_request(parsed: Parsed, checked: bool = False) -> dict[str, Any]:
+def chat_request(parsed: Parsed, checked: bool = False, native: bool = False) -> dict[str, Any]:
     """The chat-completions request for a Responses request (a ``Refusal`` if none exists).
-    ``checked``: the caller already asked ``unsupported``."""
-    problems = [] if checked else unsupported(parsed)
+    ``checked``: the caller already asked ``unsupported``. ``native``: the view of a request
+    that goes to the upstream as it is: every function tool (``allowed_tools`` narrows
+    nothing here, the upstream does it), server-side items left out (the upstream's own,
+    counted and screened apart, dialects/responses_doc.py)."""
+    problems = [] if checked or native else unsupported(parsed)
     if problems:
         raise problems[0].refusal()
     req = parsed.request
@@ -105,7 +126,7 @@ def chat_request(parsed: Parsed, checked: bool = False) -> dict[str, Any]:
     if req.stream is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}
-    _tools(parsed, chat)
+    _tools(parsed, chat, native)
     if req.text not in (None, UNSET) and req.text.format is not UNSET:
         fmt = req.text.format
         if isinstance(fmt, TextFormatJsonSchema):
@@ -123,13 +144,16 @@ def _present(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
     return {n: getattr(struct, n) for n in names if getattr(struct, n) not in (UNSET, None)}
 
 
-def _tools(parsed: Parsed, chat: dict[str, Any]) -> None:
+def _tools(parsed: Parsed, chat: dict[str, Any], native: bool) -> None:
     tools = parsed.functions
-    choice = parsed.request.tool_choice
+    choice: Any = parsed.tool_choice
     if isinstance(choice, AllowedToolsChoice):
-        allowed = {ref.name for ref in choice.tools}
-        tools = [tool for tool in tools if tool.name in allowed]
+        if not native:
+            allowed = allowed_names(choice)
+            tools = [tool for tool in tools if tool.name in allowed]
         choice = choice.mode
+    elif isinstance(choice, CustomChoice):
+        choice = None
     if tools:
         chat["tools"] = [{"type": "function", "function": _function(tool)} for tool in tools]
     if isinstance(choice, FunctionChoice):
@@ -170,7 +194,9 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
             content = item.output if isinstance(item.output, str) else [
                 {"type": "text", "text": part.text} for part in item.output if isinstance(part, InputText)]
             out.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
-        # reasoning items: a chat backend has no place for them; dropped
+        # reasoning items: a chat backend has no place for them; dropped (their text is
+        # counted and screened apart when the body goes natively). Server-side items and
+        # custom tool calls: refused when translated, the upstream's own when native.
     for message in out:
         message.pop("_open", None)
     if not out:
@@ -215,7 +241,7 @@ def response_shell(parsed: Parsed, response_id: str, created_at: int, model: str
     """A ``response`` object echoing the request, with no output yet (status in_progress)."""
     req = parsed.request
     fmt = req.text.format if req.text not in (None, UNSET) and req.text.format is not UNSET else None
-    choice = req.tool_choice
+    choice = parsed.tool_choice
     return {
         "id": response_id, "object": "response", "created_at": created_at, "status": "in_progress",
         "model": model or req.model, "output": [], "error": None, "incomplete_details": None,
@@ -225,7 +251,8 @@ def response_shell(parsed: Parsed, response_id: str, created_at: int, model: str
         "parallel_tool_calls": req.parallel_tool_calls is not False,
         "temperature": req.temperature if isinstance(req.temperature, float) else None,
         "top_p": req.top_p if isinstance(req.top_p, float) else None,
-        "tool_choice": choice if choice not in (None, UNSET) else "auto",
+        "tool_choice": choice if isinstance(choice, (str, AllowedToolsChoice, FunctionChoice, CustomChoice))
+        else "auto",
         "tools": [{"type": "function", "name": t.name, "parameters": t.parameters if t.parameters is not UNSET
                    else None, "strict": t.strict if isinstance(t.strict, bool) else None,
                    "description": t.description if isinstance(t.description, str) else None}

@@ -216,9 +216,10 @@ class MockUpstream:
             answer = (native.responses_call(plan, rid, created, stream, tool, text) if route == native.RESPONSES
                       else native.messages_call(plan, rid, stream, tool, text))
         else:
-            answer = (native.responses_answer(plan, rid, created, stream, not steer.no_usage)
+            echoed = native.echo_pieces(route, body, steer.echo) if steer.echo is not None else None
+            answer = (native.responses_answer(plan, rid, created, stream, not steer.no_usage, echoed)
                       if route == native.RESPONSES
-                      else native.messages_answer(plan, rid, stream))
+                      else native.messages_answer(plan, rid, stream, echoed))
         self.stats.tokens_generated += plan.tokens
         if not stream:
             await send_json(send, 200, answer)

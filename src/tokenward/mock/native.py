@@ -59,8 +59,12 @@ def _sse(kind: str, payload: dict[str, Any]) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + encode(payload) + b"\n\n"
 
 
-def responses_answer(plan: Plan, rid: str, created: int, stream: bool, usage_sent: bool = True) -> bytes:
-    text = TOKEN_TEXT * plan.tokens
+def responses_answer(plan: Plan, rid: str, created: int, stream: bool, usage_sent: bool = True,
+                     echo: list[str] | None = None) -> bytes:
+    """The answer: ``tok`` x the output bound, or (``echo``) the request's last user text in
+    those pieces, one delta each."""
+    deltas = echo if echo is not None else [TOKEN_TEXT] * plan.tokens
+    text = "".join(deltas)
     done = plan.finish != "length"
     usage = {"input_tokens": plan.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": plan.tokens, "output_tokens_details": {"reasoning_tokens": 0},
@@ -82,10 +86,10 @@ def responses_answer(plan: Plan, rid: str, created: int, stream: bool, usage_sen
            _sse("response.content_part.added", {"type": "response.content_part.added", "sequence_number": next(seq),
                                                 "item_id": item["id"], "output_index": 0, "content_index": 0,
                                                 "part": {**part, "text": ""}})]
-    for _ in range(plan.tokens):
+    for delta in deltas:
         out.append(_sse("response.output_text.delta", {
             "type": "response.output_text.delta", "sequence_number": next(seq), "item_id": item["id"],
-            "output_index": 0, "content_index": 0, "delta": TOKEN_TEXT, "logprobs": []}))
+            "output_index": 0, "content_index": 0, "delta": delta, "logprobs": []}))
     where = {"item_id": item["id"], "output_index": 0, "content_index": 0}
     out += [_sse("response.output_text.done", {"type": "response.output_text.done", "sequence_number": next(seq),
                                                **where, "text": text, "logprobs": []}),
@@ -100,8 +104,9 @@ def responses_answer(plan: Plan, rid: str, created: int, stream: bool, usage_sen
     return b"".join(out)
 
 
-def messages_answer(plan: Plan, rid: str, stream: bool) -> bytes:
-    text = TOKEN_TEXT * plan.tokens
+def messages_answer(plan: Plan, rid: str, stream: bool, echo: list[str] | None = None) -> bytes:
+    deltas = echo if echo is not None else [TOKEN_TEXT] * plan.tokens
+    text = "".join(deltas)
     stop = "max_tokens" if plan.finish == "length" else "end_turn"
     message = {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": plan.model,
                "content": [{"type": "text", "text": text}], "stop_reason": stop, "stop_sequence": None,
@@ -114,13 +119,18 @@ def messages_answer(plan: Plan, rid: str, stream: bool) -> bytes:
            _sse("content_block_start", {"type": "content_block_start", "index": 0,
                                         "content_block": {"type": "text", "text": ""}})]
     out += [_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                         "delta": {"type": "text_delta", "text": TOKEN_TEXT}})
-            for _ in range(plan.tokens)]
+                                         "delta": {"type": "text_delta", "text": delta}})
+            for delta in deltas]
     out += [_sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
             _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                                    "usage": {"output_tokens": plan.tokens}}),
             _sse("message_stop", {"type": "message_stop"})]
     return b"".join(out)
+
+
+def echo_pieces(route: str, body: dict[str, Any], size: int) -> list[str]:
+    """``x-mock-echo: N``: the last user text, in pieces of N characters."""
+    return _pieces(last_text(route, body), max(size, 1))
 
 
 def _pieces(text: str, size: int = 5) -> list[str]:

@@ -77,30 +77,62 @@ class Masker:
 
     def mask(self, text: str, spans: Spans) -> str:
         """``text`` with each span replaced, and (tokenize) the caller's own tokens escaped."""
+        edits = self._edits(text, spans)
+        return _apply(text, edits) if edits else text
+
+    def mask_pieces(self, pieces: Sequence[str], spans: Spans) -> list[str]:
+        """What the model reads as one text, held in several pieces (a message's text
+        parts): masked as their concatenation, each edit written back to the pieces it
+        covers. A value split across pieces becomes its placeholder in the piece where it
+        starts and nothing in the others; an escape goes to the piece holding the brace.
+        ``"".join(result) == mask("".join(pieces), spans)``."""
+        text = "".join(pieces)
+        edits = self._edits(text, spans)
+        if not edits:
+            return list(pieces)
+        starts = []
+        offset = 0
+        for piece in pieces:
+            starts.append(offset)
+            offset += len(piece)
+        local: list[list[tuple[int, int, str]]] = [[] for _ in pieces]
+        for start, end, replacement in edits:
+            if start == end:            # an insertion right after a brace: the brace's piece
+                k = _piece_at(starts, pieces, start - 1)
+                local[k].append((start - starts[k], start - starts[k], replacement))
+                continue
+            first = _piece_at(starts, pieces, start)
+            for k in range(first, len(pieces)):
+                lo, hi = starts[k], starts[k] + len(pieces[k])
+                if lo >= end:
+                    break
+                if hi <= start:
+                    continue
+                local[k].append((max(start, lo) - lo, min(end, hi) - lo, replacement if k == first else ""))
+        return [_apply(piece, changes) if changes else piece for piece, changes in zip(pieces, local)]
+
+    def _edits(self, text: str, spans: Spans) -> list[tuple[int, int, str]]:
+        """``mask``'s changes as (start, end, replacement), in order: a span's placeholder,
+        or a ``~`` inserted after the brace of a token the caller typed (tokenize)."""
         escape = self.restore and "{" in text
-        if not spans:
-            return self._escape(text) if escape else text
-        out, pos = [], 0
+        out: list[tuple[int, int, str]] = []
+        pos = 0
         for start, end, label in sorted(spans):
             if start < pos:
                 continue                        # overlapping spans: the first one wins
-            part = text[pos:start]
-            out.append(self._escape(part) if escape else part)
-            out.append(self._placeholder(text[start:end], label))
+            if escape:
+                self._escape_edits(text, pos, start, out)
+            out.append((start, end, self._placeholder(text[start:end], label)))
             pos = end
-        part = text[pos:]
-        out.append(self._escape(part) if escape else part)
-        return "".join(out)
+        if escape:
+            self._escape_edits(text, pos, len(text), out)
+        return out
 
-    def _escape(self, part: str) -> str:
-        """The caller's text between placeholders: each token gains one ``~``."""
-        if "{" not in part:
-            return part
-        return TOKEN.sub(self._one_more, part)
-
-    def _one_more(self, match: re.Match) -> str:
-        self.neutralized.add(match.group(2))
-        return "{~" + match.group(1) + match.group(2) + "}"
+    def _escape_edits(self, text: str, start: int, end: int, out: list[tuple[int, int, str]]) -> None:
+        for match in TOKEN.finditer(text, start, end):
+            self.neutralized.add(match.group(2))
+            brace = match.start()
+            out.append((brace + 1, brace + 1, "~"))
 
     def _placeholder(self, value: str, label: str) -> str:
         self.masked[label] = self.masked.get(label, 0) + 1
@@ -125,6 +157,7 @@ class Restorer(StreamTextEdit):
     """The response transform of one request's map (see the module docstring)."""
 
     __slots__ = ("_values", "_texts", "_opened")
+    WHOLE_BYTES = True      # a token is the same ASCII at any depth of any JSON document
 
     def __init__(self, originals: dict[str, str], neutralized: object = None) -> None:
         super().__init__()
@@ -181,3 +214,21 @@ class Restorer(StreamTextEdit):
                 now, held = self.text(text[:at]), tail
         # a restored text that begins at a held "{~" begins with its brace: sent already
         return (now[1:] if opened else now), held
+
+
+def _piece_at(starts: list[int], pieces: Sequence[str], position: int) -> int:
+    """The index of the piece holding character ``position`` of the joined text."""
+    for k in range(len(pieces) - 1, -1, -1):
+        if starts[k] <= position < starts[k] + len(pieces[k]):
+            return k
+    return 0
+
+
+def _apply(text: str, changes: list[tuple[int, int, str]]) -> str:
+    out, pos = [], 0
+    for start, end, replacement in changes:
+        out.append(text[pos:start])
+        out.append(replacement)
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)

@@ -30,12 +30,18 @@ class StreamTextEdit:
 
     __slots__ = ("_pending", "_shape")
     TOOL_ARGUMENTS = True     # edit tool-call arguments too
+    # ``whole`` edits any JSON document at the byte level (an answer in another API too)
+    WHOLE_BYTES = False
 
     def __init__(self) -> None:
         self._pending: dict[tuple, str] = {}      # (choice index, field key) -> text held back
         self._shape: dict[str, Any] | None = None  # id/object/model of the stream, for finish()
 
     # -- what a subclass says ---------------------------------------------------------------
+    def whole(self, body: bytes) -> bytes:
+        """A complete answer (pipeline/outbound.py ``ResponseTransform``)."""
+        raise NotImplementedError
+
     def _touches(self, text: str) -> bool:
         """Whether an event carrying this text must be decoded and edited."""
         raise NotImplementedError
@@ -44,6 +50,11 @@ class StreamTextEdit:
         """(the edited text to send now, the raw tail to hold back); nothing is held back
         when ``finishing``."""
         raise NotImplementedError
+
+    def edit_text(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
+        """One field's text as it streams: (what to send now, what to hold back), kept per
+        ``key``; for an editor of another API's events (dialects/native_edit.py)."""
+        return self._split(text, key, finishing)
 
     def _unreadable(self, event: SseEvent) -> SseEvent:
         """An event that is not a chunk this class can read."""

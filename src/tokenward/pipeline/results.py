@@ -44,6 +44,7 @@ class Work(msgspec.Struct, frozen=True):
     reserve_tokens: int = 0           # the worst case: items x candidates x (input + output) + surcharge
     tokenizer: str = "estimate"
     detail: dict[str, Any] | None = None
+    stateful: bool = False            # the prompt side is the context limit (pipeline/route.py)
 
 
 class Reservation(msgspec.Struct, frozen=True):

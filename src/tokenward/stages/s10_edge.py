@@ -10,20 +10,28 @@ chunked body as soon as what arrived passes the cap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal
+from ..pipeline.route import NativeCall
 from ..pipeline.stage import BaseStage
+from ..validation.result import NormalizedRequest
+from ..validation.texts import TextUnit, chat_units
 
 if TYPE_CHECKING:
+    from ..pii.stream_edit import StreamTextEdit
     from ..pipeline.context import RequestContext
+    from ..pipeline.outbound import ResponseTransform
     from ..services import Services
 
 
 class Route:
+    """A configured route (pipeline/route.py ``Route``): its body is what goes upstream."""
+
     __slots__ = ("path", "methods", "content_types", "max_body_bytes", "allow_header", "has_body",
-                 "upstream_path")
+                 "upstream_path", "validates")
+    stateful = False
 
     def __init__(self, path: str, methods: tuple[str, ...], content_types: tuple[str, ...],
                  max_body_bytes: int) -> None:
@@ -35,6 +43,19 @@ class Route:
         self.has_body = bool(self.methods - {"GET", "HEAD", "DELETE"})
         # Backend base URLs end in /v1, so /v1/chat/completions goes to <base>/chat/completions.
         self.upstream_path = path[3:] if path.startswith("/v1/") else path
+        self.validates = path
+
+    def texts(self, request: NormalizedRequest) -> list[TextUnit]:
+        return chat_units(request)
+
+    def outside_prompt(self) -> tuple[Sequence[str], int]:
+        return (), 0
+
+    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
+        return None
+
+    def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
+        return editor
 
 
 def _media_type(value: bytes) -> bytes:

@@ -13,17 +13,20 @@ On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens``:
 - refuses what a chat backend cannot do (``previous_response_id``, ``store: true``,
   ``background``, built-in or server tools, ...) unless the model's upstream declares the
   dialect (``upstreams.NAME.dialects``);
-- replaces the body with its chat-completions translation and the route with a
-  ``DialectRoute`` that validates as chat and forwards to ``/chat/completions``: every
-  later stage (entitlement, validation, work, admission, screening, personal data, cache,
-  jobs) sees the chat request, unchanged;
+- replaces the body with its chat-completions view and the route with a ``DialectRoute``
+  that validates as chat: every later stage (entitlement, validation, work, admission,
+  screening, personal data, cache, jobs) sees the chat request, unchanged;
+- when the upstream serves the dialect, lists every text of the dialect body
+  (dialects/*_doc.py ``document``), normalized as validation normalizes the chat view's:
+  screening reads them and masking rewrites them (``DialectRoute.texts``), the work stage
+  counts what the chat view leaves out and reserves the whole context for a stateful
+  request, and the forward step sends the dialect body rendered from the parse as the
+  stages left it (``DialectRoute.render``), never the client's bytes;
 - registers ``TranslatedAnswer``, the response transform that writes the chat answer back
   in the dialect, whole and streamed. Registered first, it runs last on the way out: the
   restorer of personal data and the cache capture read chat, as they do on chat. When the
-  upstream serves the dialect, ``DialectAnswer`` instead: the client's own body goes there
-  if no stage changed the chat view (``DialectRoute.native_body``, asked by
-  upstream/prepare.py) and the answer passes as the upstream wrote it, its usage read from
-  the dialect's fields; else the chat view goes, translated.
+  upstream serves the dialect, ``DialectAnswer`` instead: the answer passes as the upstream
+  wrote it, its usage read from the dialect's fields (dialects/native.py).
 
 ``count_tokens`` is answered by ``CountTokensStage`` right after admission with the work
 stage's prompt count: it counts against the plan's request rate like any request, its
@@ -38,20 +41,37 @@ import msgspec
 from msgspec import UNSET
 
 from ..config.schema import Config
-from ..dialects import messages_schema, messages_translate, native, responses_schema, responses_translate
+from ..dialects import (
+    messages_doc,
+    messages_schema,
+    messages_translate,
+    native,
+    responses_doc,
+    responses_schema,
+    responses_translate,
+)
 from ..dialects.common import encode
+from ..dialects.document import Document
+from ..dialects.messages_doc import Decisions
+from ..dialects.native_edit import NativeEdit
 from ..dialects.envelopes import anthropic_error_type
 from ..dialects.exit import DialectSend, TranslatedAnswer
 from ..errors import Reason, Refusal
 from ..http.responses import JSON
+from ..pipeline.route import NativeCall
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
 from ..tokenize.registry import shared_registry
 from ..upstream.usage_report import bounded
+from ..validation.normalize import Normalizer
+from ..validation.result import NormalizedRequest
+from ..validation.texts import TOOL_OUTPUT, TextUnit, chat_units
 from ..wire.sse import SseEvent, SseSplitter
 
 if TYPE_CHECKING:
+    from ..pii.stream_edit import StreamTextEdit
     from ..pipeline.context import RequestContext
+    from ..pipeline.outbound import ResponseTransform
     from ..upstream.targets import Target, TargetTable
     from ..pipeline.outbound import Outbound
 
@@ -65,15 +85,15 @@ NO_STORE = (b"cache-control", b"no-store")
 
 
 class DialectRoute:
-    """The client's route (its path labels metrics and records), validated and forwarded as
-    chat completions, or forwarded natively (``native_body``, asked by upstream/prepare.py)."""
+    """The client's route (its path labels metrics and records), validated as chat, and
+    forwarded as chat completions (translated) or, when the model's upstream serves the
+    dialect, as the dialect rendered from its parse (``render``)."""
 
     __slots__ = ("path", "methods", "content_types", "max_body_bytes", "allow_header", "has_body",
-                 "upstream_path", "validates", "dialect", "native", "native_only", "native_path", "original",
-                 "translated", "count_tokens", "forwarded_native")
+                 "upstream_path", "validates", "dialect", "native", "native_path", "parsed", "doc", "count_tokens",
+                 "forwarded_native")
 
-    def __init__(self, route: Any, dialect: str, native: bool, original: bytes, translated: bytes,
-                 native_only: bool = False) -> None:
+    def __init__(self, route: Any, dialect: str, native: bool, parsed: Any, doc: Document | None) -> None:
         self.path = route.path
         self.methods = route.methods
         self.content_types = route.content_types
@@ -83,31 +103,56 @@ class DialectRoute:
         self.validates = CHAT_ROUTE
         self.dialect = dialect
         self.native = native                # the model's upstream serves this dialect itself
-        self.native_only = native_only      # it asks what only that upstream can do (state, server tools)
         self.upstream_path = "/chat/completions"
         self.native_path = NATIVE_PATHS[dialect]
-        self.original = original            # the client's body, forwarded as it is when native and untouched
-        self.translated = translated        # the chat view as this stage wrote it
+        self.parsed = parsed                # the dialect's parse: what a native body is rendered from
+        self.doc = doc                      # its texts and what it holds beyond the chat view (native)
         self.count_tokens = route.path == COUNT_TOKENS
         self.forwarded_native = False
 
-    def native_body(self, current: bytes, backend_model: str | None) -> bytes | None:
-        """What goes to a native upstream: the client's own body when no stage changed the
-        chat view since this stage wrote it; None when the chat view goes (translated)."""
-        if not self.native:
+    @property
+    def stateful(self) -> bool:
+        return self.doc is not None and self.doc.stateful
+
+    def texts(self, request: NormalizedRequest) -> list[TextUnit]:
+        """What screening reads and masking rewrites: the chat view that a chat upstream
+        receives, or every text of the dialect body a native upstream receives (with the
+        text validation extracted from its files)."""
+        doc = self.doc
+        if doc is None:
+            return chat_units(request)
+        units = list(doc.units)
+        files = [a for a in request.attachments if a.text]
+        for make, attachment in zip(doc.attachments, files):
+            units.append(TextUnit([make(attachment.text)], TOOL_OUTPUT))
+        return units
+
+    def outside_prompt(self) -> tuple[list[str], int]:
+        doc = self.doc
+        return (doc.outside, doc.opaque_bytes) if doc is not None else ([], 0)
+
+    def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
+        """A translated answer is chat when editors read it; a native one is the dialect's."""
+        return editor if self.doc is None else NativeEdit(editor)
+
+    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
+        """The dialect body for a native upstream, from the parse as the stages left it
+        (masked texts, the output bound, tools removed, a server-side system prompt, the
+        backend's model name); None when the chat view goes, translated."""
+        doc = self.doc
+        if doc is None:
             return None
-        if current != self.translated:
-            if self.native_only:
-                raise Refusal(Reason.invalid_field, "this request can only be forwarded as it was sent (it uses "
-                              "state or tools kept by the upstream), and the gateway had to change it (personal "
-                              "data masked, tools removed or the output bound lowered)", param="input")
-            return None     # rewritten (masked, restricted, clamped): the chat view, translated
+        body = ctx.request.body if ctx.request is not None else None
+        bound = getattr(body, "max_tokens", None)
+        screening = ctx.screening
+        entitlement = ctx.entitlement
+        decisions = Decisions(
+            model=backend_model, max_tokens=bound if isinstance(bound, int) else None,
+            tools_removed=screening is not None and screening.restrict,
+            system_prompt=entitlement.system_prompt if entitlement is not None else None)
+        render = responses_doc.render if self.dialect == "responses" else messages_doc.render
         self.forwarded_native = True
-        if backend_model is None:
-            return self.original
-        members = dict(msgspec.json.decode(self.original, type=dict[str, msgspec.Raw]))
-        members["model"] = msgspec.Raw(encode(backend_model))
-        return encode(members)
+        return NativeCall(self.native_path, render(self.parsed, doc, decisions))
 
 
 def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any]]:
@@ -116,18 +161,6 @@ def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any
         return parsed, responses_translate.unsupported(parsed)
     parsed = messages_schema.parse(body, count_tokens=count_tokens)
     return parsed, messages_translate.unsupported(parsed)
-
-
-def _stateless(dialect: str, parsed: Any) -> Any:
-    """The request without what only a native upstream does (kept state, server tools): its
-    chat view, for counting, screening and the budget; the client's body is what is sent."""
-    req = parsed.request
-    if dialect == "responses":
-        req = msgspec.structs.replace(req, previous_response_id=UNSET, store=UNSET, background=UNSET)
-        return msgspec.structs.replace(parsed, request=req, builtin_tools=[])
-    if isinstance(req, messages_schema.MessagesRequest):
-        req = msgspec.structs.replace(req, mcp_servers=UNSET, container=UNSET)
-    return msgspec.structs.replace(parsed, request=req, server_tools=[])
 
 
 class DialectStage(BaseStage):
@@ -152,35 +185,38 @@ class DialectStage(BaseStage):
             ctx.send = DialectSend(ctx.send, dialect, self._clock)
         ctx.note("dialect", dialect)
         count_tokens = route.path == COUNT_TOKENS
-        original = ctx.body
         try:
-            parsed, gaps = _parse(dialect, original, count_tokens)
+            parsed, gaps = _parse(dialect, ctx.body, count_tokens)
             model = parsed.request.model
             native = not count_tokens and dialect in self._native.get(model, ())
             if gaps and not native:
                 return gaps[0].refusal()
-            translate = responses_translate if dialect == "responses" else messages_translate
-            viewed = parsed
+            blocking = [gap for gap in gaps if not gap.native]
+            if blocking:
+                return _not_yet(blocking[0])
             if gaps:
                 refusal = _upstream_tools(parsed, ctx)
                 if refusal is not None:
                     return refusal
-                viewed = _stateless(dialect, parsed)
-                remaining = translate.unsupported(viewed)
-                if remaining:
-                    return _not_yet(remaining[0])
-            chat = translate.chat_request(viewed, checked=True)
+            translate = responses_translate if dialect == "responses" else messages_translate
+            doc = None
+            if native:
+                doc = (responses_doc if dialect == "responses" else messages_doc).document(parsed)
+                refusal = _normalize(doc, ctx)
+                if refusal is not None:
+                    return refusal
+            chat = translate.chat_request(parsed, checked=True, native=native)
         except Refusal as refusal:
             return refusal
         if count_tokens:
             chat["max_tokens"] = 1      # counted, never generated: the smallest output bound
-        translated = encode(chat)
-        ctx.body = translated
-        ctx.route = dialect_route = DialectRoute(route, dialect, native, original, translated, bool(gaps))
+        ctx.body = encode(chat)
+        ctx.route = dialect_route = DialectRoute(route, dialect, native, parsed, doc)
         if native:
             # the cache keeps chat answers; a native one is in the dialect's shape: no lookup,
             # no storage (the cache stage reads the first cache-control header)
             ctx.headers = [NO_STORE, *ctx.headers]
+            ctx.note("native", {"stateful": doc.stateful} if doc is not None and doc.stateful else True)
         if count_tokens:
             return None
         answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock)
@@ -188,6 +224,29 @@ class DialectStage(BaseStage):
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
                           if target is not None else answer)
         return None
+
+
+def _normalize(doc: Document, ctx: RequestContext) -> Refusal | None:
+    """A native body's texts in the canonical form validation gives the chat view's
+    (hidden characters stripped or refused, NFKC): what is screened is what is sent."""
+    principal = ctx.principal
+    refuse = principal is not None and principal.plan.hidden_characters == "refuse"
+    norm = Normalizer(refuse)
+    try:
+        for unit in doc.units:
+            for piece in unit.pieces:
+                text = piece.text
+                if not text.isascii():
+                    new = norm.text(text, "a text of the request")
+                    if new is not text:
+                        piece.write(new)
+            if not unit.text.isascii():
+                unit.text = "".join([p.text for p in unit.pieces])
+    except Refusal as refusal:
+        return refusal
+    if norm.hidden:
+        ctx.note("hidden_characters", norm.hidden)
+    return None
 
 
 def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
@@ -227,18 +286,30 @@ class DialectAnswer:
         self._seq = 0      # the next sequence number of a native Responses stream
         self._texts: list[str] = []
 
-    def _settle(self, counts: tuple[int, int] | None) -> None:
+    def _settle(self, counts: tuple[int, int] | None, final: bool) -> None:
+        """Usage as reported; a stream cut short (or whose count never came) is charged the
+        larger of what was reported so far and the relayed text counted with the model's
+        tokenizer, as a chat stream is (reconcile/stream_usage.py)."""
+        ctx = self.ctx
+        counted = None
+        if not final and self._texts and self.counter is not None:
+            counted = self.counter.count_uncached("".join(self._texts))
         if counts is not None:
-            self.ctx.usage = bounded(self.ctx, self.target, Usage(counts[0], counts[1], "reported"))
-        elif self._texts and self.counter is not None and self.ctx.work is not None:
-            # no usage in the stream: its generated text counted with the model's tokenizer
-            counted = Usage(self.ctx.work.input_tokens, self.counter.count("".join(self._texts)), "counted")
-            self.ctx.usage = bounded(self.ctx, self.target, counted)
+            prompt, completion = counts
+            if counted is not None and counted > completion:
+                ctx.note("usage_counted", {"reported": completion, "relayed": counted})
+                completion = counted
+            usage = Usage(prompt, completion, "reported")
+        elif counted is not None and ctx.work is not None:
+            usage = Usage(ctx.work.input_tokens, counted, "counted")
+        else:
+            return
+        ctx.usage = bounded(ctx, self.target, usage)
 
     def whole(self, body: bytes) -> bytes:
         if not self.route.forwarded_native:
             return self.translated.whole(body)
-        self._settle(native.answer_usage(self.route.dialect, body))
+        self._settle(native.answer_usage(self.route.dialect, body), True)
         return body
 
     def events(self, events: list[SseEvent]) -> list[SseEvent]:
@@ -269,7 +340,7 @@ class DialectAnswer:
         cut short) written as the dialect's ``error`` event."""
         if not self.route.forwarded_native:
             return self.translated.close(tail)
-        self._settle(self._usage.counts)
+        self._settle(self._usage.counts, self._usage.final)
         out = []
         for event in SseSplitter().feed(tail):
             error = _chat_error(event)

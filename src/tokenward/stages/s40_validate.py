@@ -54,7 +54,7 @@ class ValidationStage(BaseStage):
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         route = ctx.route   # a dialect's route validates as chat (stages/s25_dialect.py)
-        path = getattr(route, "validates", route.path) if route is not None else ctx.path
+        path = route.validates if route is not None else ctx.path
         if path not in self.paths:
             return None  # a route without a body (GET /v1/models)
         plan = plan_of(ctx)

@@ -15,6 +15,14 @@ never-undercounting bound). Then:
   items x max(n, best_of) x (input + max output) + surcharges;
 - ``aggregate_work_limit`` when that exceeds the plan's ``max_request_work``.
 
+Texts the body carries beyond the validated request (a natively forwarded dialect body's
+thinking blocks, reasoning summaries, metadata: ``Route.outside_prompt``) are counted on
+top of the prompt, opaque state (signatures, encrypted content) at one token a byte. A
+*stateful* request (``Route.stateful``: the backend reads a stored response, a
+conversation, a container the gateway cannot see) has its prompt side reserved at the
+context limit: the backend's report of a longer prompt is then clamped to what was
+reserved, never to the gateway's count of what the client sent.
+
 The result is ``ctx.work`` (``pipeline.results.Work``); the admission stage reserves its
 ``reserve_tokens``.
 """
@@ -53,6 +61,12 @@ class WorkStage(BaseStage):
             return None  # a route validation does not cover (GET /v1/models)
         counter = self.counters[request.model]
         items = prompt_tokens(request, counter)
+        route = ctx.route
+        outside, opaque = route.outside_prompt() if route is not None else ((), 0)
+        if outside or opaque:
+            # what the body carries beyond the validated request (a native dialect body's
+            # thinking, reasoning, metadata; opaque state at one token a byte)
+            items[0] += sum([counter.count(text) for text in outside]) + opaque
         plan = plan_of(ctx)
         max_out = request.max_output_tokens
         limit = min(plan.max_context_tokens, self.windows[request.model])
@@ -65,6 +79,11 @@ class WorkStage(BaseStage):
                 f"This request needs {least}{largest} prompt tokens plus {max_out} output tokens; "
                 f"the limit is {limit} tokens", param=_INPUT_FIELD[request.route])
         input_tokens = sum(items)
+        stateful = route is not None and route.stateful
+        if stateful:
+            # the backend reads context the request does not carry (a stored response, a
+            # container): the prompt may be as long as the context allows
+            input_tokens = max(input_tokens, limit)
         surcharge = request.attachment_tokens
         if request.structured_output:
             surcharge += plan.structured_output_surcharge
@@ -78,7 +97,7 @@ class WorkStage(BaseStage):
                 param=_work_param(request, outer))
         ctx.work = Work(input_tokens=input_tokens, max_output_tokens=max_out, outer_items=outer,
                         candidates=request.candidates, surcharge=surcharge, reserve_tokens=reserve,
-                        tokenizer=counter.spec)
+                        tokenizer=counter.spec, stateful=stateful)
         return None
 
 

@@ -113,6 +113,9 @@ class AdmissionStage(BaseStage):
                   "limits": limits, "store": "local" if decision.local else self._shared_store}
         if decision.shadow:
             record["shadow_would_reject"] = decision.shadow
+        if ctx.work is not None and ctx.work.stateful:
+            # the prompt side was reserved at the context limit (stages/s50_work.py)
+            record["stateful_prompt"] = ctx.work.input_tokens
         ctx.note("budget", record)
         ticket = decision.ticket
         if ticket is None:

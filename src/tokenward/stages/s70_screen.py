@@ -1,7 +1,10 @@
 """Screening: injection and personal-data detectors under the plan's graded policy.
 
-The plan names a policy (``plans.<plan>.screening``; docs/screening.md). Every
-caller-controlled text of the validated request is screened (screening/texts.py):
+The plan names a policy (``plans.<plan>.screening``; docs/screening.md). Every text the
+backend will receive from the caller is screened, as the model reads it: the route says
+which (``Route.texts``: validation/texts.py for chat, completions and embeddings; a
+dialect's own parse when its body goes to the backend natively), a message's text parts
+joined into one text:
 
 - injection: a score in [0, 1]; at ``block_at`` or above the request is refused
   (400 ``content_blocked``, naming the detector), at ``restrict_at`` or above it is
@@ -30,9 +33,9 @@ from ..pipeline.stage import BaseStage
 from ..pii.placeholders import LOOKALIKE
 from ..screening import screener as screening
 from ..screening.detectors import injection_screener, pii_screener
-from ..screening.texts import caller_texts
 from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
+from ..validation.texts import TextUnit, texts_of
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -42,13 +45,13 @@ class Screening:
     """The screening stage's result (``ctx.screening``): what the transform stage acts on,
     and the record."""
 
-    __slots__ = ("record", "restrict", "texts", "paths", "pii_spans", "pii_mode", "pii_detector", "output_find")
+    __slots__ = ("record", "restrict", "units", "texts", "pii_spans", "pii_mode", "pii_detector", "output_find")
 
-    def __init__(self, texts: list[str], paths: list) -> None:
+    def __init__(self, units: list[TextUnit]) -> None:
         self.record: dict[str, Any] = {}
         self.restrict = False
-        self.texts = texts
-        self.paths = paths
+        self.units = units              # where each text sits, for masking (validation/texts.py)
+        self.texts = texts_of(units)    # what the screeners read: units[i].text
         self.pii_spans: list[screening.Span] | None = None  # to mask (redact / tokenize)
         self.pii_mode: str | None = None
         self.pii_detector: str | None = None
@@ -117,8 +120,7 @@ class ScreeningStage(BaseStage):
         if not isinstance(request, NormalizedRequest):
             return None
         policy = self.policies[name]
-        texts, paths = caller_texts(request)
-        result = ctx.screening = Screening(texts, paths)
+        result = ctx.screening = Screening(ctx.route.texts(request))
         if policy.injection is not None:
             ran = _screen(self.metrics, "injection", policy.injection, policy.injection_screener, result)
             if _pending(ran):                  # a screener that answers later (a model, a service)

@@ -14,21 +14,22 @@
 The masked prompt must stay inside what admission reserved: the changed texts are
 counted again with the model's counter, and if masking made them longer (a short value,
 a longer placeholder), ``max_tokens`` is lowered by the difference, so the worst case the
-backend can spend is never above the reservation. The body is decoded and encoded once,
-and only for a request that needs a rewrite.
+backend can spend is never above the reservation. The typed request validation left is
+edited in place and encoded once, and only for a request that needs a rewrite.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+from msgspec import UNSET
 
 from ..errors import Reason, Refusal
 from ..observe.metrics import GatewayMetrics
 from ..pii.output import OutputRedactor
 from ..pii.placeholders import Masker
 from ..pipeline.stage import BaseStage
-from ..screening.texts import replace
 from ..tokenize.registry import shared_registry
 from ..validation.bounds import say_output_bound
 from ..validation.plan import plan_of
@@ -38,8 +39,9 @@ if TYPE_CHECKING:
     from ..services import Services
     from .s70_screen import Screening
 
-_TOOL_FIELDS = ("tools", "tool_choice", "functions", "function_call", "parallel_tool_calls")
+_TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 _OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
+_encode = msgspec.json.encode
 
 
 class TransformStage(BaseStage):
@@ -59,40 +61,46 @@ class TransformStage(BaseStage):
         if screened is None:
             return None
         if screened.rewrites:
-            body = ctx.parsed.edit()
+            body = ctx.request.body     # the typed request: edited in place, encoded once
             if screened.restrict:
                 _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
             if screened.pii_spans is not None:
                 refusal = self._mask(ctx, screened, body)
                 if refusal is not None:
                     return refusal
-            ctx.parsed.rewrite(body)
+            # the chat view the later stages and a chat backend read; a dialect body that
+            # goes natively is rendered from its own parse, which masking edited in place
+            ctx.body = _encode(body)
         if screened.output_find is not None:
             # registered after the restorer, so it reads the answer first, while this
             # request's own values are still placeholders: only what the model wrote is masked
             record = screened.record.setdefault("pii", {})
-            ctx.add_transform(OutputRedactor(screened.output_find, record, self._count_output))
+            ctx.add_transform(ctx.route.edit_answer(OutputRedactor(screened.output_find, record,
+                                                                   self._count_output)))
         return None
 
-    def _mask(self, ctx: RequestContext, screened: Screening, body: dict[str, Any]) -> Refusal | None:
+    def _mask(self, ctx: RequestContext, screened: Screening, body: Any) -> Refusal | None:
         masker = Masker(restore=screened.pii_mode == "tokenize")
-        by_text: dict[int, list[tuple[int, int, str]]] = {}
+        by_unit: dict[int, list[tuple[int, int, str]]] = {}
         for span in screened.pii_spans or ():   # (admit() calls this only when there are some)
-            by_text.setdefault(span.text, []).append((span.start, span.end, span.label))
-        edits = []
+            by_unit.setdefault(span.text, []).append((span.start, span.end, span.label))
         grown = 0
         counter = self.counters.get(ctx.request.model)
-        for i, (text, path) in enumerate(zip(screened.texts, screened.paths)):
-            new = masker.mask(text, by_text.get(i, ()))
-            if new is text or new == text:
+        for i, unit in enumerate(screened.units):
+            pieces = unit.pieces
+            old = [piece.text for piece in pieces]
+            new = masker.mask_pieces(old, by_unit.get(i, ()))
+            if new == old:
                 continue
-            if path is None:
-                # text with no place in the body cannot be masked there: never forward it
-                return Refusal(Reason.content_blocked, "personal data found where it cannot be masked")
-            edits.append((path, new))
-            if counter is not None:
-                grown += counter.count_uncached(new) - counter.count_uncached(text)
-        replace(body, edits)
+            for piece, before, after in zip(pieces, old, new):
+                if after == before:
+                    continue
+                if piece.holder is None:
+                    # text with no place in the body cannot be masked there: never forward it
+                    return Refusal(Reason.content_blocked, "personal data found where it cannot be masked")
+                piece.write(after)
+                if counter is not None:
+                    grown += counter.count_uncached(after) - counter.count_uncached(before)
         record: dict[str, Any] = {"mode": screened.pii_mode, "masked": dict(masker.masked)}
         if masker.neutralized:
             record["neutralized"] = len(masker.neutralized)
@@ -103,23 +111,27 @@ class TransformStage(BaseStage):
         ctx.note("pii", record)
         restorer = masker.restorer()
         if restorer is not None:
-            ctx.add_transform(restorer)
+            ctx.add_transform(ctx.route.edit_answer(restorer))
         return None
 
 
-def _restrict(ctx: RequestContext, body: dict[str, Any], cap: int) -> None:
-    removed = [field for field in _TOOL_FIELDS if body.pop(field, None) is not None]
+def _restrict(ctx: RequestContext, body: Any, cap: int) -> None:
+    removed = []
+    for field in _TOOL_FIELDS:
+        if getattr(body, field, UNSET) not in (UNSET, None):
+            setattr(body, field, UNSET)
+            removed.append(field)
     clamped = {}
     for field in _OUTPUT_FIELDS:
-        value = body.get(field)
+        value = getattr(body, field, None)
         if isinstance(value, int) and value > cap:
-            body[field] = cap
+            setattr(body, field, cap)
             clamped[field] = value
             say_output_bound(ctx, cap)
     ctx.note("restricted", {"removed": removed, "clamped": clamped})
 
 
-def _keep_within_reservation(ctx: RequestContext, body: dict[str, Any], grown: int,
+def _keep_within_reservation(ctx: RequestContext, body: Any, grown: int,
                              record: dict[str, Any]) -> Refusal | None:
     """Masking made the prompt ``grown`` tokens longer: take them off the output, which the
     reservation covered ``outer_items`` times."""
@@ -127,13 +139,13 @@ def _keep_within_reservation(ctx: RequestContext, body: dict[str, Any], grown: i
     cut = -(-grown // outer)
     record["prompt_grew"] = grown
     for field in _OUTPUT_FIELDS:
-        value = body.get(field)
+        value = getattr(body, field, None)
         if isinstance(value, int):
             if value - cut < 1:
                 return Refusal(Reason.context_too_large,
                                "masking personal data made the prompt longer than this request's max_tokens allows; "
                                "raise max_tokens", param=field)
-            body[field] = value - cut
+            setattr(body, field, value - cut)
             record["output_cut"] = cut
             say_output_bound(ctx, value - cut)
     return None

@@ -1,8 +1,10 @@
 """Build what goes to the backend from an admitted request; pure, no I/O.
 
-The original body bytes are forwarded unless something must change: a model rename,
+The validated body's bytes are forwarded unless something must change: a model rename,
 or a streaming client that did not ask for usage (the gateway asks on its behalf, so it
-can settle on real usage, and drops that extra chunk on the way back).
+can settle on real usage, and drops that extra chunk on the way back). A request whose
+upstream serves its API natively (a Responses or Messages request) goes as the body its
+route renders from what the stages checked (pipeline/route.py ``Route.render``).
 """
 
 from __future__ import annotations
@@ -80,11 +82,10 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
         raise Refusal(Reason.unknown_model, f"model {model!r} does not exist", param="model")
     ctx.model = model
     ctx.stream = stream
-    native = getattr(ctx.route, "native_body", None)   # a Responses or Messages request (stages/s25_dialect.py)
-    if native is not None:
-        body = native(ctx.body, target.backend_model if target.renames else None)
-        if body is not None:   # the upstream serves the dialect and no stage changed the request
-            return UpstreamCall(target, ctx.route.native_path, body, stream, False)
+    route = ctx.route
+    native = route.render(ctx, target.backend_model if target.renames else None) if route is not None else None
+    if native is not None:   # the upstream serves the route's API: its own body, rendered from the parse
+        return UpstreamCall(target, native.path, native.body, stream, False)
     wants_usage = stream and _include_usage(options) is True
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):
