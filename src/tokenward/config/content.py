@@ -58,6 +58,10 @@ class InjectionScreening(_Strict, frozen=True):
     # the largest of a combination's): what its p99 on a 2 KB prompt needs where it runs
     timeout_ms: float | None = None
     on_failure: Literal["open", "closed"] = "closed"
+    # Tool results, function_call_output, tool_result blocks and text extracted from
+    # attachments, screened by their own detector and thresholds (the same keys; usually
+    # ``detector: tool_output``); unset: they are screened as this section says.
+    tool_output: InjectionScreening | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_ms is None:
@@ -68,7 +72,7 @@ class InjectionScreening(_Strict, frozen=True):
 # an injection detector's budget when the policy sets none: the classifier runs MiniLM on
 # the CPU (2 KB: 2 windows, p99 ~250-370 ms on 2 busy cores, docs/injection-classifier.md);
 # a service has a network hop and a batch window
-DEFAULT_TIMEOUT_MS = {"heuristic": 25.0, "classifier": 500.0, "http": 150.0}
+DEFAULT_TIMEOUT_MS = {"heuristic": 25.0, "tool_output": 25.0, "classifier": 500.0, "http": 150.0}
 
 
 class PiiScreening(_Strict, frozen=True):

@@ -1,6 +1,8 @@
 """The built-in detectors behind the ``Screener`` protocol, by the names the config uses.
 
-injection: ``heuristic`` (screening/injection.py, the light default), ``classifier``
+injection: ``heuristic`` (screening/injection.py, the light default), ``tool_output``
+(screening/tool_output.py: the heuristic plus instructions addressed to the assistant, for
+tool results and documents), ``classifier``
 (the optional ML extra, screening/classifier.py) and ``http`` (a service the operator runs,
 screening/remote.py), alone or several combined (screening/combined.py). personal data: ``patterns``
 (pii/patterns.py, validated patterns) and ``presidio`` (the optional extra,
@@ -87,6 +89,12 @@ def _heuristic() -> Screener:
     return InjectionScreener(HeuristicInjection(), WEIGHTS)
 
 
+def _tool_output() -> Screener:
+    from .tool_output import WEIGHTS_ALL, ToolOutputInjection
+
+    return InjectionScreener(ToolOutputInjection(), WEIGHTS_ALL)
+
+
 def _classifier() -> Screener:
     from .classifier import ClassifierInjection
 
@@ -108,7 +116,7 @@ def _presidio(entities: Iterable[str] | None = None) -> Screener:
     return screener
 
 
-INJECTION = {"heuristic": _heuristic, "classifier": _classifier}
+INJECTION = {"heuristic": _heuristic, "tool_output": _tool_output, "classifier": _classifier}
 PII = {"patterns": _patterns, "presidio": _presidio}
 
 

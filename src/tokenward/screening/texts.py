@@ -23,7 +23,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..validation.result import NormalizedRequest
-from ..validation.schemas import AssistantMessage, RefusalPart, TextPart
+from ..validation.schemas import AssistantMessage, RefusalPart, TextPart, ToolMessage
 
 Path = tuple
 ATTACHMENT = "attachment"   # a path's last element: replace the whole part with a text part
@@ -99,6 +99,29 @@ def caller_texts(request: NormalizedRequest) -> tuple[list[str], list[Path | Non
     return [text for _, text in found], [path for path, _ in found]
 
 
+PROMPT, TOOL_OUTPUT = "prompt", "tool_output"
+
+
+def caller_kinds(request: NormalizedRequest, paths: list[Path | None] | None = None) -> list[str]:
+    """What each text of ``caller_texts`` is, parallel to it: ``tool_output`` for the content
+    of a ``tool`` message (tool results; a Responses ``function_call_output``
+    and a Messages ``tool_result`` block arrive as one) and for text extracted from an
+    attachment; ``prompt`` for everything else. Derived from the paths alone."""
+    if paths is None:
+        paths = caller_texts(request)[1]
+    messages = getattr(request.body, "messages", None) if request.route == "chat" else None
+    kinds = []
+    for path in paths:
+        if path is None or path[-1] == ATTACHMENT:
+            kinds.append(TOOL_OUTPUT)
+        elif messages is not None and path[0] == "messages" and path[2] == "content" \
+                and type(messages[path[1]]) is ToolMessage:
+            kinds.append(TOOL_OUTPUT)
+        else:
+            kinds.append(PROMPT)
+    return kinds
+
+
 def replace(body: dict, edits: list[tuple[Path, str]]) -> None:
     """Write each new text at its path in the decoded request body."""
     for path, text in edits:
@@ -121,4 +144,4 @@ def _walk(body: Any, path: Path) -> Any:
     return node
 
 
-__all__ = ["ATTACHMENT", "JSON", "caller_texts", "replace"]
+__all__ = ["ATTACHMENT", "JSON", "PROMPT", "TOOL_OUTPUT", "caller_kinds", "caller_texts", "replace"]
