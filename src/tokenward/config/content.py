@@ -81,6 +81,9 @@ class PiiScreening(_Strict, frozen=True):
     detector: str = "patterns"       # "patterns" (built in), "presidio" (extra), or "python:module:factory"
     mode: Literal["off", "log", "block", "redact", "tokenize"] = "tokenize"
     entities: tuple[str, ...] | None = None   # None: every type the detector knows
+    # countries whose national phone formats and street addresses are found (pii/regional.py;
+    # needs the ``regions`` extra, phonenumbers): [US, GB, DE, FR, ES, IT, NL, ...]
+    regions: tuple[str, ...] | None = None
     shadow: bool = False
     # the latency budget; None: the detector's own (patterns 25 ms, presidio 250 ms: its p99
     # under load on a 2-core host is 45-75 ms, docs/pii-presidio.md)

@@ -101,15 +101,17 @@ def _classifier() -> Screener:
     return ClassifierInjection()
 
 
-def _patterns(entities: Iterable[str] | None = None) -> Screener:
+def _patterns(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:
     from ..pii.patterns import PatternDetector
 
-    return PiiScreener(PatternDetector(entities))
+    return PiiScreener(PatternDetector(entities, regions))
 
 
-def _presidio(entities: Iterable[str] | None = None) -> Screener:
+def _presidio(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:
     from ..pii.presidio import PresidioDetector
 
+    if regions:
+        raise ValueError("regions apply to detector: patterns (the built-in phones and streets by country)")
     # ~60 ms of spaCy per 2 KB prompt: off the event loop, within the policy's budget
     screener = Threaded(PiiScreener(PresidioDetector(entities)))
     screener.default_timeout_ms = PresidioDetector.DEFAULT_TIMEOUT_MS  # a policy without timeout_ms
@@ -143,5 +145,5 @@ def _injection_one(spec: str, cfg: Any) -> Screener:
     return load(spec, INJECTION)
 
 
-def pii_screener(spec: str, entities: Iterable[str] | None) -> Screener:
-    return load(spec, PII, entities=entities)
+def pii_screener(spec: str, entities: Iterable[str] | None, regions: Iterable[str] | None = None) -> Screener:
+    return load(spec, PII, entities=entities, **({"regions": regions} if regions else {}))

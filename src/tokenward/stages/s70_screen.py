@@ -84,7 +84,7 @@ class CompiledPolicy:
             raise ConfigError(f"screening.policies.{name}.injection.tool_output.detector", str(exc)) from None
         try:
             if self.pii is not None:
-                self.pii_screener = pii_screener(self.pii.detector, self.pii.entities)
+                self.pii_screener = pii_screener(self.pii.detector, self.pii.entities, self.pii.regions)
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"screening.policies.{name}.pii", str(exc)) from None
         if self.pii is not None and self.pii.output == "redact":
