@@ -1,6 +1,6 @@
 """Quality and CPU cost of the heuristic injection detector (screening/injection.py).
 
-    python3 bench/injection_eval.py [--misses] [--outside dev|test]
+    python3 bench/injection_eval.py [--misses] [--outside dev|test] [--held-out-source [--no-classifier]]
 
 Prints the confusion table on the evaluation set (tests/screening/injection_eval.py) at the
 restrict (0.6) and block (0.9) thresholds, the CPU time per prompt over the evaluation set
@@ -14,6 +14,13 @@ third-party packages; tune on ``dev``, report on ``test``): precision, recall, t
 false-positive rate on benign and on risky-looking benign prompts, recall by family,
 language and channel, CPU per prompt (p50/p99). ``--misses`` lists only counts there
 (the test split's texts are not printed: nobody tunes on them by reading them).
+
+``--held-out-source``: leave one source out (bench/held_out_source.py). Per source held out,
+for the heuristic, the classifier and their weighted combination on user messages, and the
+``tool_output`` detector on tool results and documents: the threshold chosen on the other
+sources, recall, benign and risky-looking benign flagged; then the worst source and the mean
+over sources. The held-out-only sources (agentdojo, bastionprobe, pyrit, botocore) are
+scored with the choice made on the whole pool. Nothing is printed but counts.
 """
 
 from __future__ import annotations
@@ -126,11 +133,64 @@ def outside(detector: HeuristicInjection, split: str) -> None:
     print(f"CPU per prompt: p50 {p50:.1f} us, p99 {p99:.1f} us")
 
 
+CONFIGS = {   # name: (detectors, weighted, channels, risky bar, benign bar)
+    "heuristic": (["heuristic"], False, ("user", "document", "tool"), 0.03, 1.0),
+    "classifier": (["classifier"], False, ("user", "document", "tool"), 0.05, 1.0),
+    "heuristic+classifier weighted": (["heuristic", "classifier"], True, ("user", "document", "tool"), 0.05, 1.0),
+    "tool_output (tool results, documents)": (["tool_output"], False, ("tool", "document"), 1.0, 0.02),
+    "tool_output+classifier weighted": (["tool_output", "classifier"], True, ("tool", "document"), 1.0, 0.02),
+}
+
+
+def held_out(use_classifier: bool) -> None:
+    from bench import held_out_source as loso
+    from tokenward.screening.tool_output import ToolOutputInjection
+
+    pool, held = loso.rows_by_source()
+    rows = [r for rs in [*pool.values(), *held.values()] for r in rs]
+    detectors = {"heuristic": lambda texts: [HeuristicInjection().score([t])[0] for t in texts],
+                 "tool_output": lambda texts: [ToolOutputInjection().score([t])[0] for t in texts]}
+    if use_classifier:
+        from tokenward.screening.classifier import ClassifierInjection
+
+        def classify(texts: list[str]) -> list[float]:
+            model = ClassifierInjection()
+            try:
+                return [model.head.calibrated(p) for p in model.probabilities(texts)]
+            finally:
+                model.close()
+        detectors["classifier"] = classify
+    loso.scored(rows, detectors)
+    for name, (names, weighted, channels, risky_bar, benign_bar) in CONFIGS.items():
+        if not all(n in detectors for n in names):
+            continue
+        keep = lambda rs: [r for r in rs if r["channel"] in channels]    # noqa: E731
+        p = {s: keep(rs) for s, rs in pool.items() if keep(rs)}
+        h = {s: keep(rs) for s, rs in held.items() if keep(rs)}
+        results = loso.leave_one_out(p, h, {"detectors": names, "weighted": weighted}, risky_bar, benign_bar)
+        print(f"\n{name}: chosen for recall with <= {risky_bar:.0%} risky-looking benign"
+              + (f" and <= {benign_bar:.0%} benign" if benign_bar < 1 else "") + " flagged on the other sources")
+        print(f"  {'source held out':<26} {'kind':<14} {'w':>4} {'t':>5} {'recall':>14} {'benign flagged':>15} "
+              f"{'risky flagged':>14}")
+        for source, kind, w, t, c in results:
+            recall = f"{c['tp']}/{c['attacks']} ({c['tp'] / c['attacks']:.2f})" if c["attacks"] else "-"
+            print(f"  {source:<26} {kind:<14} {w:>4} {t:>5} {recall:>14} {c['fp']:>7}/{c['benign']:<7} "
+                  f"{c['risky_fp']:>6}/{c['risky']:<6}")
+        sm = loso.summary(results)
+        print(f"  worst recall {sm['worst']:.3f}, mean {sm['mean']:.3f}; benign flagged {sm['fp']}/{sm['benign']}, "
+              f"risky-looking {sm['risky_fp']}/{sm['risky']}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--misses", action="store_true", help="list attacks under 0.6 and benign prompts over it")
     parser.add_argument("--outside", choices=("dev", "test"), help="the outside set's split instead of the own set")
+    parser.add_argument("--held-out-source", action="store_true", help="leave-one-source-out figures")
+    parser.add_argument("--no-classifier", action="store_true", help="with --held-out-source: built-in detectors only")
     args = parser.parse_args()
+    if args.held_out_source:
+        held_out(not args.no_classifier)
+        return
     detector = HeuristicInjection()
     if args.outside:
         outside(detector, args.outside)

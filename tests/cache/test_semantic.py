@@ -12,6 +12,7 @@ import yaml
 
 from tests.budget.conftest import FakeClock
 from tests.budget.gateway_helpers import in_process
+from tokenward.cache.question_diff import signature
 from tokenward.cache.semantic import guard_terms, question
 from tokenward.config.schema import SemanticCacheConfig
 
@@ -30,7 +31,7 @@ def encoder():
 def served(encoder, pairs, threshold: float) -> list[bool]:
     a = encoder.embed([p[0] for p in pairs])
     b = encoder.embed([p[1] for p in pairs])
-    return [float(s) >= threshold and guard_terms(x) == guard_terms(y)
+    return [float(s) >= threshold and signature(x) == signature(y)
             for s, (x, y) in zip((a * b).sum(1), pairs)]
 
 
@@ -41,7 +42,38 @@ def test_the_shipped_threshold_never_serves_a_near_miss_and_reaches_most_paraphr
                   if hit]
     assert false_hits == []
     reach = sum(served(encoder, PAIRS["paraphrases"], threshold)) / len(PAIRS["paraphrases"])
-    assert reach >= 0.9, reach        # measured 92.5% (docs/cache.md)
+    assert reach >= 0.3, reach        # measured 32.5%: the signature's price (docs/cache.md)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("Is ibuprofen safe to take with alcohol?", "Is ibuprofen unsafe to take with alcohol?"),
+    ("How do I convert a Word document to PDF?", "How do I convert a PDF to a Word document?"),
+    ("migrate my database from mysql to postgres", "migrate my database from postgres to mysql"),
+    ("Remind me at 7am", "Remind me at 7pm"),
+    ("Remind me at 7 am", "Remind me at 7 pm"),
+    ("How do I enable dark mode?", "How do I disable dark mode?"),
+    ("What is the dose for adults?", "What is the dose for children?"),
+    ("Is a cat faster than a dog?", "Is a dog faster than a cat?"),
+    ("Do I pay tax on £500?", "Do I pay tax on £2,000?"),
+    ("Which appliances use the most electricity?", "Which appliances use the least electricity?"),
+    ("what is the price of the iphone 15", "what is the price of the iphone 14"),
+    ("Can I cancel?", "Can't I cancel?"),
+    ("How much holiday do full-time staff get?", "How much holiday do part-time staff get?"),
+])
+def test_the_signature_tells_apart_what_the_embedding_does_not(a, b):
+    assert signature(a) != signature(b)
+
+
+@pytest.mark.parametrize("a, b", [
+    ("How do I reset my password?", "how can i reset my password"),
+    ("Hi team, how do I change the currency on my invoices?", "How do I change the currency on my invoice?"),
+    ("What is the boiling point of water at sea level?", "At sea level, what is the boiling point of water?"),
+    ("What's the way to sort a list in Python?", "How do I sort a list in Python?"),
+    ("Remind me at seven pm", "remind me at 7pm"),
+    ("What does the refund process involve?", "What does the refunds process involve?"),
+])
+def test_the_signature_lets_through_what_carries_no_meaning(a, b):
+    assert signature(a) == signature(b)
 
 
 def test_guard_terms_and_the_compared_question():

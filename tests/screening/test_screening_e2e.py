@@ -30,6 +30,9 @@ PLANS = {
     "log": {"pii": {"mode": "log"}},
     "shadow": {"pii": {"mode": "block", "shadow": True}, "injection": {"shadow": True}},
     "graded": {"injection": {"detector": "python:tests.screening.detectors:fixed"}},
+    # tool results under their own screener (injection.tool_output), the caller's words under the heuristic
+    "tooled": {"injection": {"detector": "heuristic",
+                             "tool_output": {"detector": "python:tests.screening.detectors:fixed"}}},
     "closed": {"injection": {"detector": "python:tests.screening.detectors:hanging", "timeout_ms": 50}},
     "open": {"injection": {"detector": "python:tests.screening.detectors:hanging", "timeout_ms": 50,
                            "on_failure": "open"}},
@@ -362,6 +365,30 @@ async def test_graded_policy_block_restrict_and_pass(gw, mock):
     await sdk.chat.completions.create(model="small-chat", max_tokens=300, messages=said("SCORE=0.2"), tools=tools)
     passed = (await mock.stats())["last_request"]["body"]
     assert passed["tools"] and passed["max_tokens"] == 300
+
+
+async def test_tool_results_are_screened_by_the_tool_output_section_and_the_rest_by_injection(gw, mock):
+    sdk = client(gw, "tooled")
+    tools = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+
+    def turn(tool_result: str, user: str = "Summarize the lookup.") -> list[dict]:
+        return [{"role": "user", "content": user}, {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "c1", "content": tool_result}]
+    before = await mock.requests()
+    with pytest.raises(openai.BadRequestError) as caught:      # the tool result's score blocks
+        await sdk.chat.completions.create(model="small-chat", max_tokens=300, messages=turn("SCORE=0.95"), tools=tools)
+    assert caught.value.code == "content_blocked" and await mock.requests() == before
+    assert gw.decisions()[-1]["screening"]["tool_output"]["outcome"] == "block"
+    await sdk.chat.completions.create(model="small-chat", max_tokens=300, messages=turn("SCORE=0.7"), tools=tools)
+    assert "tools" not in (await mock.stats())["last_request"]["body"]        # restricted
+    # the same words from the caller go to the heuristic, which sees nothing in them: a control that passes
+    await sdk.chat.completions.create(model="small-chat", max_tokens=300,
+                                      messages=turn("sunny, 21 degrees", user="SCORE=0.95"), tools=tools)
+    passed = (await mock.stats())["last_request"]["body"]
+    assert passed["tools"] and await mock.requests() == before + 2
+    screened = gw.decisions()[-1]["screening"]
+    assert screened["injection"]["outcome"] == "pass" and screened["tool_output"]["outcome"] == "pass"
 
 
 async def test_shadow_decides_and_records_but_changes_no_response(gw, mock):

@@ -7,9 +7,10 @@ tools, every parameter but the output limit) is a keyed hash of the masked reque
 that text blanked, so a paraphrase never borrows an answer given under other instructions.
 Texts are compared as MiniLM embeddings (the classifier extra's encoder, screening/
 classifier.py), by cosine similarity against ``threshold``; and, because embeddings put
-"the price of the iPhone 15" right beside "the price of the Galaxy S24", a match must also
-carry the same *guard terms*: numbers, capitalized words and placeholders, quoted strings
-and negations. docs/cache.md has the false-hit rate measured on bench/semantic_pairs.json.
+"the price of the iPhone 15" right beside "the price of the Galaxy S24" and "safe" beside
+"unsafe", a match must also have the same *signature* (cache/question_diff.py): every word
+that carries meaning, with the role its preposition gives it, in any case and any clause
+order. docs/cache.md has the rates measured on outside pairs, by source.
 
 The index is per replica, in memory, per tenant (bounded, oldest out first); it holds
 the embedding, the guard terms as a keyed hash, and the exact-cache key of the answer,
@@ -32,6 +33,7 @@ import msgspec
 from ..config.schema import SemanticCacheConfig
 from ..wire.request_body import RequestBody
 from .key import IGNORED, encode_sorted
+from .question_diff import signature
 
 # placeholders, numbers, words with a capital anywhere (Paris, iPhone, S24), quoted strings
 _GUARD = re.compile(r"\{[A-Z][A-Z_]*_\d+\}|\d+(?:[.,]\d+)*|\b[a-z]*[A-Z][\w-]*|\"[^\"]{1,80}\"|'[^']{1,80}'")
@@ -73,8 +75,9 @@ def question(body: RequestBody | bytes) -> tuple[str, bytes] | None:
 
 
 def guard_terms(text: str) -> tuple[str, ...]:
-    """What two texts must share to be one question: numbers, placeholders, quoted
-    strings, negations, and capitalized words not merely starting a sentence."""
+    """The guard before question_diff.signature (kept for bench/cache_pairs_eval.py's
+    comparison): numbers, placeholders, quoted strings, negations, and capitalized words
+    not merely starting a sentence."""
     starts = {m.start(1) for m in _SENTENCE_START.finditer(text)}
     terms = []
     for m in _GUARD.finditer(text):
@@ -130,10 +133,11 @@ class SemanticIndex:
         return vectors[0]
 
     def probe(self, tenant: str, text: str, rest: bytes) -> tuple[bytes, bytes]:
-        """(shape, guard) hashes of a request: where it is indexed, what a match must share."""
+        """(shape, guard) hashes of a request: where it is indexed, and the question's
+        signature, which a match must share word for word."""
         tenant_b = tenant.encode()
         return (self._hash(b"shape", tenant_b, rest),
-                self._hash(b"guard", tenant_b, "\0".join(guard_terms(text)).encode()))
+                self._hash(b"guard", tenant_b, "\0".join(signature(text)).encode()))
 
     def find(self, tenant: str, shape: bytes, guard: bytes, vector: Any) -> Match | None:
         held = self._tenants.get(tenant)

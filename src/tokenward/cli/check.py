@@ -161,6 +161,35 @@ def config_warnings(cfg: Config, environ: Mapping[str, str]) -> list[str]:
                          f"({plan.max_output_tokens}): a request without max_tokens gets {plan.max_output_tokens}")
     for name, tenant in cfg.tenants.items():
         found += _zero_limits(f"tenants.{name}.overrides", tenant.overrides)
+    return found + screening_warnings(cfg)
+
+
+def screening_warnings(cfg: Config) -> list[str]:
+    """A policy whose extra is not installed (the gateway refuses it only when a plan uses it),
+    and a policy that masks personal data without names (the built-in patterns find none)."""
+    import importlib.util
+
+    found = []
+    extras = {"classifier": ("onnxruntime", "classifier"), "presidio": ("presidio_analyzer", "presidio")}
+    for name, policy in cfg.screening.policies.items():
+        where = f"screening.policies.{name}"
+        detectors: set[str] = set()
+        for section in (policy.injection, policy.injection.tool_output if policy.injection else None):
+            if section is not None:
+                detectors |= set(section.detectors or (section.detector,))
+        if policy.pii is not None:
+            detectors.add(policy.pii.detector)
+            if policy.pii.regions and importlib.util.find_spec("phonenumbers") is None:
+                found.append(f"{where}.pii.regions: needs the regions extra (pip install 'tokenward[regions]'); "
+                             "a plan using this policy is refused at start")
+            if policy.pii.detector == "patterns" and policy.pii.mode in ("redact", "tokenize", "block"):
+                found.append(f"{where}.pii: names are not masked (the built-in patterns find no PERSON); "
+                             "detector: presidio with the presidio extra finds them")
+        for detector in sorted(detectors & set(extras)):
+            module, extra = extras[detector]
+            if importlib.util.find_spec(module) is None:
+                found.append(f"{where}: detector {detector} needs the {extra} extra (pip install "
+                             f"'tokenward[{extra}]'); a plan using this policy is refused at start")
     return found
 
 

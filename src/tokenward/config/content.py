@@ -58,6 +58,10 @@ class InjectionScreening(_Strict, frozen=True):
     # the largest of a combination's): what its p99 on a 2 KB prompt needs where it runs
     timeout_ms: float | None = None
     on_failure: Literal["open", "closed"] = "closed"
+    # Tool results, function_call_output, tool_result blocks and text extracted from
+    # attachments, screened by their own detector and thresholds (the same keys; usually
+    # ``detector: tool_output``); unset: they are screened as this section says.
+    tool_output: InjectionScreening | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_ms is None:
@@ -68,7 +72,7 @@ class InjectionScreening(_Strict, frozen=True):
 # an injection detector's budget when the policy sets none: the classifier runs MiniLM on
 # the CPU (2 KB: 2 windows, p99 ~250-370 ms on 2 busy cores, docs/injection-classifier.md);
 # a service has a network hop and a batch window
-DEFAULT_TIMEOUT_MS = {"heuristic": 25.0, "classifier": 500.0, "http": 150.0}
+DEFAULT_TIMEOUT_MS = {"heuristic": 25.0, "tool_output": 25.0, "classifier": 500.0, "http": 150.0}
 
 
 class PiiScreening(_Strict, frozen=True):
@@ -77,6 +81,9 @@ class PiiScreening(_Strict, frozen=True):
     detector: str = "patterns"       # "patterns" (built in), "presidio" (extra), or "python:module:factory"
     mode: Literal["off", "log", "block", "redact", "tokenize"] = "tokenize"
     entities: tuple[str, ...] | None = None   # None: every type the detector knows
+    # countries whose national phone formats and street addresses are found (pii/regional.py;
+    # needs the ``regions`` extra, phonenumbers): [US, GB, DE, FR, ES, IT, NL, ...]
+    regions: tuple[str, ...] | None = None
     shadow: bool = False
     # the latency budget; None: the detector's own (patterns 25 ms, presidio 250 ms: its p99
     # under load on a 2-core host is 45-75 ms, docs/pii-presidio.md)

@@ -157,6 +157,13 @@ def _check_screening(cfg: Config) -> None:
         # Each number's own range is checked while loading (schema.RANGES); this is the pair.
         if injection is not None and injection.restrict_at > injection.block_at:
             raise ConfigError(f"screening.policies.{name}.injection.restrict_at", "must not be above block_at")
+        tool = injection.tool_output if injection is not None else None
+        if tool is not None:
+            where = f"screening.policies.{name}.injection.tool_output"
+            if tool.restrict_at > tool.block_at:
+                raise ConfigError(f"{where}.restrict_at", "must not be above block_at")
+            if tool.tool_output is not None:
+                raise ConfigError(f"{where}.tool_output", "tool_output sections do not nest")
 
 
 def check_capacity(cfg: Config) -> None:

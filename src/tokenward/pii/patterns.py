@@ -95,8 +95,14 @@ class PatternDetector:
     # trigger is only an optimisation: it never drops a span the full scan would find.
     _runs = staticmethod(trigger_runs)
 
-    def __init__(self, entities: Iterable[str] | None = None) -> None:
+    def __init__(self, entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> None:
         chosen = self.entities = choose_entities(entities, ENTITIES)
+        # phones and streets of the named regions (pii/regional.py; needs phonenumbers)
+        self._regional = None
+        if regions:
+            from .regional import RegionalFinder
+
+            self._regional = RegionalFinder(regions, chosen)
         digit_entities = chosen - {"EMAIL"}
         self._digits = DigitScan(digit_entities) if digit_entities else None
         self._email = "EMAIL" in chosen
@@ -111,6 +117,8 @@ class PatternDetector:
             scan_ipv6(text, out)
         if self._digits is not None and contains_digit(text):
             self._digits.scan(text, out, self._runs(text))
+            if self._regional is not None:
+                out += self._regional.find(text)
         if not out:
             return out
         return [span for span in _resolve(out) if _UNSAFE.search(text, span[0], span[1]) is None]

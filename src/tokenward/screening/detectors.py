@@ -1,6 +1,8 @@
 """The built-in detectors behind the ``Screener`` protocol, by the names the config uses.
 
-injection: ``heuristic`` (screening/injection.py, the light default), ``classifier``
+injection: ``heuristic`` (screening/injection.py, the light default), ``tool_output``
+(screening/tool_output.py: the heuristic plus instructions addressed to the assistant, for
+tool results and documents), ``classifier``
 (the optional ML extra, screening/classifier.py) and ``http`` (a service the operator runs,
 screening/remote.py), alone or several combined (screening/combined.py). personal data: ``patterns``
 (pii/patterns.py, validated patterns) and ``presidio`` (the optional extra,
@@ -87,28 +89,36 @@ def _heuristic() -> Screener:
     return InjectionScreener(HeuristicInjection(), WEIGHTS)
 
 
+def _tool_output() -> Screener:
+    from .tool_output import WEIGHTS_ALL, ToolOutputInjection
+
+    return InjectionScreener(ToolOutputInjection(), WEIGHTS_ALL)
+
+
 def _classifier() -> Screener:
     from .classifier import ClassifierInjection
 
     return ClassifierInjection()
 
 
-def _patterns(entities: Iterable[str] | None = None) -> Screener:
+def _patterns(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:
     from ..pii.patterns import PatternDetector
 
-    return PiiScreener(PatternDetector(entities))
+    return PiiScreener(PatternDetector(entities, regions))
 
 
-def _presidio(entities: Iterable[str] | None = None) -> Screener:
+def _presidio(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:
     from ..pii.presidio import PresidioDetector
 
+    if regions:
+        raise ValueError("regions apply to detector: patterns (the built-in phones and streets by country)")
     # ~60 ms of spaCy per 2 KB prompt: off the event loop, within the policy's budget
     screener = Threaded(PiiScreener(PresidioDetector(entities)))
     screener.default_timeout_ms = PresidioDetector.DEFAULT_TIMEOUT_MS  # a policy without timeout_ms
     return screener
 
 
-INJECTION = {"heuristic": _heuristic, "classifier": _classifier}
+INJECTION = {"heuristic": _heuristic, "tool_output": _tool_output, "classifier": _classifier}
 PII = {"patterns": _patterns, "presidio": _presidio}
 
 
@@ -135,5 +145,5 @@ def _injection_one(spec: str, cfg: Any) -> Screener:
     return load(spec, INJECTION)
 
 
-def pii_screener(spec: str, entities: Iterable[str] | None) -> Screener:
-    return load(spec, PII, entities=entities)
+def pii_screener(spec: str, entities: Iterable[str] | None, regions: Iterable[str] | None = None) -> Screener:
+    return load(spec, PII, entities=entities, **({"regions": regions} if regions else {}))

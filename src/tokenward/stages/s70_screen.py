@@ -35,7 +35,7 @@ from ..screening import screener as screening
 from ..screening.detectors import injection_screener, pii_screener
 from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
-from ..validation.texts import TextUnit, texts_of
+from ..validation.texts import TOOL_OUTPUT, TextUnit, texts_of
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -63,13 +63,17 @@ class Screening:
 
 
 class CompiledPolicy:
-    __slots__ = ("injection", "injection_screener", "pii", "pii_screener", "output_find")
+    __slots__ = ("injection", "injection_screener", "pii", "pii_screener", "output_find", "tool_output",
+                 "tool_output_screener")
 
     def __init__(self, name: str, policy: ScreeningPolicy) -> None:
         self.injection: InjectionScreening | None = policy.injection
         self.pii: PiiScreening | None = policy.pii if policy.pii is not None and policy.pii.mode != "off" else None
         self.injection_screener = None
         self.pii_screener = None
+        # tool results and attachments' text under their own detector (injection.tool_output)
+        self.tool_output = self.injection.tool_output if self.injection is not None else None
+        self.tool_output_screener = None
         self.output_find = None
         try:
             if self.injection is not None:
@@ -77,8 +81,13 @@ class CompiledPolicy:
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"screening.policies.{name}.injection.detector", str(exc)) from None
         try:
+            if self.tool_output is not None:
+                self.tool_output_screener = injection_screener(self.tool_output.detector, self.tool_output)
+        except (ValueError, ImportError) as exc:
+            raise ConfigError(f"screening.policies.{name}.injection.tool_output.detector", str(exc)) from None
+        try:
             if self.pii is not None:
-                self.pii_screener = pii_screener(self.pii.detector, self.pii.entities)
+                self.pii_screener = pii_screener(self.pii.detector, self.pii.entities, self.pii.regions)
         except (ValueError, ImportError) as exc:
             raise ConfigError(f"screening.policies.{name}.pii", str(exc)) from None
         if self.pii is not None and self.pii.output == "redact":
@@ -122,13 +131,21 @@ class ScreeningStage(BaseStage):
         policy = self.policies[name]
         result = ctx.screening = Screening(ctx.route.texts(request))
         if policy.injection is not None:
-            ran = _screen(self.metrics, "injection", policy.injection, policy.injection_screener, result)
-            if _pending(ran):                  # a screener that answers later (a model, a service)
-                ran = await _later(self.metrics, "injection", policy.injection, policy.injection_screener, result,
-                                   ran)
-            refusal = self._injection(policy, result, ran)
-            if refusal is not None:
-                return refusal
+            # with injection.tool_output, tool results and attachments' text (units of kind
+            # tool_output) get its screener, the rest injection's; texts keep their places
+            texts = result.texts
+            tools = [u.kind == TOOL_OUTPUT for u in result.units] if policy.tool_output is not None else None
+            for key, cfg, screener, kind in (("injection", policy.injection, policy.injection_screener, False),
+                                             ("tool_output", policy.tool_output, policy.tool_output_screener, True)):
+                if cfg is None or (tools is not None and kind not in tools):
+                    continue
+                only = texts if tools is None else [t if k == kind else "" for t, k in zip(texts, tools)]
+                ran = _screen(self.metrics, "injection", cfg, screener, result, only)
+                if _pending(ran):              # a screener that answers later (a model, a service)
+                    ran = await _later(self.metrics, "injection", cfg, screener, result, ran)
+                refusal = self._injection(cfg, screener, result, ran, key)
+                if refusal is not None:
+                    return refusal
         if policy.pii is not None:
             ran = _screen(self.metrics, "pii", policy.pii, policy.pii_screener, result)
             if _pending(ran):
@@ -136,9 +153,9 @@ class ScreeningStage(BaseStage):
             return self._pii(policy, result, ran)
         return None
 
-    def _injection(self, policy: CompiledPolicy, result: Screening, ran) -> Refusal | None:
-        cfg, screener = policy.injection, policy.injection_screener
-        assert cfg is not None and screener is not None
+    def _injection(self, cfg: InjectionScreening, screener: Any, result: Screening, ran,
+                   key: str = "injection") -> Refusal | None:
+        assert screener is not None
         if isinstance(ran, Refusal) or ran is None:
             return ran
         found, took_us = ran
@@ -149,7 +166,7 @@ class ScreeningStage(BaseStage):
             entry["signals"] = sorted({span.label for span in found.spans})
         if cfg.shadow:
             entry["shadow"] = True
-        result.record["injection"] = entry
+        result.record[key] = entry
         self.metrics.screened("injection", screener.name, outcome, cfg.shadow, score)
         if cfg.shadow or outcome == "pass":
             return None
@@ -194,12 +211,13 @@ class ScreeningStage(BaseStage):
         return None
 
 
-def _screen(metrics: GatewayMetrics, kind: str, cfg: Any, screener: Any, result: Screening):
+def _screen(metrics: GatewayMetrics, kind: str, cfg: Any, screener: Any, result: Screening,
+            texts: list[str] | None = None):
     """(result, microseconds), an awaitable of that (``_later``), or what a failure means
     under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
         budget_ms = cfg.timeout_ms if cfg.timeout_ms is not None else getattr(screener, "default_timeout_ms", 25.0)
-        return screening.start(screener, result.texts, budget_ms / 1000)
+        return screening.start(screener, result.texts if texts is None else texts, budget_ms / 1000)
     except screening.ScreenerFailed as exc:
         return _failed(metrics, kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
 
@@ -224,8 +242,18 @@ def _typed_lookalikes(texts: list[str]) -> bool:
 
 
 def build(services) -> ScreeningStage | None:
-    policies = services.config.screening.policies
+    config = services.config
+    policies = config.screening.policies
     if not policies:
         return None
-    return ScreeningStage({name: CompiledPolicy(name, policy) for name, policy in policies.items()},
-                          services.metrics)
+    used = {plan.screening for plan in config.plans.values()}
+    used |= {t.overrides.get("screening") for t in config.tenants.values() if isinstance(t.overrides, dict)}
+    compiled = {}
+    for name, policy in policies.items():
+        try:
+            compiled[name] = CompiledPolicy(name, policy)
+        except ConfigError:
+            if name in used:
+                raise
+            # a policy no plan uses may name an extra that is not installed (check-config warns)
+    return ScreeningStage(compiled, services.metrics)

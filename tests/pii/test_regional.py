@@ -1,0 +1,41 @@
+"""Phones and streets by country (pii/regional.py, ``pii.regions``): national formats are
+found, look-alikes are not. Examples written here; the measured recall per region is
+docs/pii-recall.md's (bench/pii_regions.py, on Faker and phonenumbers values)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tokenward.pii.patterns import PatternDetector
+
+pytest.importorskip("phonenumbers")
+REGIONS = ["US", "GB", "DE", "FR", "ES", "IT", "NL"]
+
+
+@pytest.mark.parametrize("text, value, label", [
+    ("Llámame al 612 345 678 mañana", "612 345 678", "PHONE"),
+    ("Ruf an: (030) 1234567", "(030) 1234567", "PHONE"),
+    ("Tel +33 2 41 50 00 80 merci", "+33 2 41 50 00 80", "PHONE"),
+    ("Er wohnt in der Hauptstraße 12, 10115 Berlin.", "Hauptstraße 12, 10115", "STREET_ADDRESS"),
+    ("Envoyez-le au 8, avenue Lesage.", "8, avenue Lesage", "STREET_ADDRESS"),
+    ("Vivo en Calle Mayor 5.", "Calle Mayor 5", "STREET_ADDRESS"),
+    ("Abito in Via Roma, 12.", "Via Roma, 12", "STREET_ADDRESS"),
+    ("Mijn adres is Lindenlaan 7.", "Lindenlaan 7", "STREET_ADDRESS"),
+])
+def test_national_formats_are_found(text, value, label):
+    start = text.index(value)
+    assert any(a <= start and b >= start + len(value) and e == label
+               for a, b, e in PatternDetector(None, REGIONS).find(text))
+
+
+@pytest.mark.parametrize("text", [
+    "ISBN 978-3-16-148410-0", "IMEI 356938035643809", "version 10.2.3.4", "Tracking: 1Z999AA10123456784",
+    "Order no. 4417 shipped on 12 March 2025.",
+])
+def test_look_alikes_are_left_alone(text):
+    assert PatternDetector(None, REGIONS).find(text) == []
+
+
+def test_an_unknown_region_is_refused_by_name():
+    with pytest.raises(ValueError, match="unknown region XX"):
+        PatternDetector(None, ["XX"])
