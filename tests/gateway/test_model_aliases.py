@@ -26,7 +26,7 @@ def _config(mock_url: str, tmp_path, dialects: tuple[str, ...] = ("chat",)) -> s
         "upstreams": {"mock": {"base_url": mock_url, "forward_headers": ["x-mock-*"], "read_timeout_s": 10,
                                "dialects": list(dialects)}},
         "models": {
-            "small-chat": {"upstream": "mock", "aliases": ["gpt-5*"]},
+            "small-chat": {"upstream": "mock", "aliases": ["gpt-5*"], "serves": ["chat", "completions", "embeddings"]},
             "large-chat": {"upstream": "mock", "upstream_model": "big-backend-model",
                            "aliases": ["claude-*", "big"]},
             "claude-exact": {"upstream": "mock"},   # an exact name wins over large-chat's claude-*
@@ -80,6 +80,28 @@ async def test_every_streamed_chunk_carries_the_asked_name(env, usage):
     assert chunks and {c["model"] for c in chunks} == {"gpt-5.1-codex"}
     assert reply.text.rstrip().endswith("data: [DONE]")
     assert bool(chunks[-1].get("usage")) is usage
+
+
+async def test_a_usage_chunk_the_gateway_writes_names_the_asked_model_too(env):
+    """A backend that reports no usage: the gateway writes the usage chunk itself, at the
+    stream's end (not through the transforms' events): it carries the asked name as well."""
+    _, gw = env
+    body = _chat("gpt-5-mini", stream=True, stream_options={"include_usage": True})
+    async with gw.client() as client:
+        reply = await client.post(gw.url + "/v1/chat/completions", json=body, headers={"x-mock-no-usage": "1"})
+    chunks = _events(reply.text)
+    assert chunks[-1]["usage"] and chunks[-1]["choices"] == []
+    assert {c["model"] for c in chunks} == {"gpt-5-mini"}
+    assert gw.decisions()[-1]["usage"]["source"] != "reported"   # the gateway's own count
+
+
+async def test_completions_and_embeddings_by_alias(env):
+    _, gw = env
+    async with gw.client() as client:
+        done = await client.post(gw.url + "/v1/completions", json={"model": "gpt-5", "prompt": "hi", "max_tokens": 3})
+        vectors = await client.post(gw.url + "/v1/embeddings", json={"model": "gpt-5", "input": "hi"})
+    assert done.status_code == 200 and done.json()["model"] == "gpt-5"
+    assert vectors.status_code == 200 and vectors.json()["model"] == "gpt-5"
 
 
 async def test_an_exact_model_name_wins_over_a_matching_alias(env):
