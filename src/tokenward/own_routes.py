@@ -6,6 +6,7 @@ import time
 
 import msgspec
 
+from .config.globs import is_literal
 from .config.schema import Config
 from .pipeline.context import RequestContext
 from .pipeline.stage import Exit, ExitKind
@@ -16,13 +17,19 @@ _encode = msgspec.json.encode
 
 
 class ModelList:
+    """Each model, then its literal aliases (``models.NAME.aliases`` without a wildcard:
+    names a client can pick from the list; a pattern is no name), each listed when the
+    caller is entitled to the model that serves it."""
+
     def __init__(self, config: Config) -> None:
         created = int(time.time())
-        self._models = {
-            name: {"id": name, "object": "model", "created": created, "owned_by": "tokenward"}
-            for name in config.models
-        }
-        self._all = _encode({"object": "list", "data": list(self._models.values())})
+        # (the model that decides entitlement, its entry)
+        self._models = [
+            (model, {"id": name, "object": "model", "created": created, "owned_by": "tokenward"})
+            for model, spec in config.models.items()
+            for name in (model, *(a for a in spec.aliases if is_literal(a)))
+        ]
+        self._all = _encode({"object": "list", "data": [entry for _, entry in self._models]})
 
     async def __call__(self, ctx: RequestContext) -> Exit:
         entitled = getattr(ctx.entitlement, "models", None)
@@ -30,7 +37,7 @@ class ModelList:
             body = self._all
         else:
             body = _encode({"object": "list",
-                            "data": [m for name, m in self._models.items() if name in entitled]})
+                            "data": [entry for model, entry in self._models if model in entitled]})
         ctx.status = 200
         headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
         await ctx.outbound.whole(200, headers, body)

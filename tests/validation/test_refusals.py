@@ -232,13 +232,13 @@ async def test_structured_output_denied(client):
     await client.refused(CHAT, chat(guided_regex="(a+)+$"), 400, "structured_output_denied", "guided_regex")
     await client.refused(CHAT, chat(guided_grammar="root ::= 'a'"), 400, "structured_output_denied",
                          "guided_grammar")
-    await client.refused(CHAT, chat(structured_outputs={"regex": "(a|a)*b"}), 400, "structured_output_denied",
-                         "structured_outputs.regex")
+    await client.refused(CHAT, chat(structured_outputs={"regex": "(a|b)*a(a|b){20}"}), 400,
+                         "structured_output_denied", "structured_outputs.regex")
     schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^(a+)+$"}}}
     fmt = {"type": "json_schema", "json_schema": {"name": "out", "schema": schema}}
     await client.refused(CHAT, chat(response_format=fmt), 400, "structured_output_denied",
                          "response_format.json_schema.schema")
-    await client.refused(CHAT, chat(tools=[tool(parameters={"patternProperties": {"^x": {}}})]), 400,
+    await client.refused(CHAT, chat(tools=[tool(parameters={"patternProperties": {"^x(a+)+": {}}})]), 400,
                          "structured_output_denied", "tools[0].function.parameters")
     # Controls: a schema without regexes (a property merely *named* pattern), json guided decoding.
     schema = {"type": "object", "properties": {"pattern": {"type": "string"}}, "required": ["pattern"]}
@@ -246,6 +246,11 @@ async def test_structured_output_denied(client):
                                                       "json_schema": {"name": "out", "schema": schema}}))
     await client.admitted(CHAT, chat(guided_json={"type": "object"}))
     await client.admitted(CHAT, chat(structured_outputs={"choice": ["yes", "no"]}))
+    # cheap regexes (validation/regex_cost.py) need no feature: Claude Code's, a key pattern
+    cheap = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^wf_[a-z0-9-]{6,}$"}},
+             "patternProperties": {"^x-[a-z]+$": {}}}
+    await client.admitted(CHAT, chat(tools=[tool(parameters=cheap)]))
+    await client.admitted(CHAT, chat(structured_outputs={"regex": "(a|a)*b"}))   # a DFA of three states
 
 
 async def test_remote_media_denied(client):

@@ -16,7 +16,7 @@ from tokenward.stages.s10_edge import Route
 from tokenward.stages.s40_validate import ValidationStage
 from tokenward.validation import media
 from tokenward.validation.request import Validator
-from tokenward.validation.structured import _regex_keyword
+from tokenward.validation.structured import _costly_regex
 
 CHAT, COMPLETIONS, EMBEDDINGS = "/v1/chat/completions", "/v1/completions", "/v1/embeddings"
 VALIDATOR = Validator({"m": 1000})
@@ -67,10 +67,16 @@ def test_extension_gates():
     assert check(CHAT, chat(top_k=5), features=("vllm_extensions",))
     assert check(CHAT, chat(top_k=None))  # an explicit null sets nothing
     assert check(CHAT, chat(kv_transfer_params=None))
-    # Regex-style constraints need their own name, whatever else is enabled.
-    error = refused(CHAT, chat(guided_regex="a+"), features=("vllm_extensions",))
+    # Regex-style constraints need their own name, whatever else is enabled, unless the
+    # gateway can show the regex is cheap to compile (validation/regex_cost.py).
+    costly = "(a|b)*a(a|b){20}"      # its DFA has over a million states
+    error = refused(CHAT, chat(guided_regex=costly), features=("vllm_extensions",))
     assert (error.reason, error.param) == (Reason.structured_output_denied, "guided_regex")
-    assert check(CHAT, chat(guided_regex="a+"), features=("guided_regex",)).structured_output
+    assert "more than 64 states" in error.message
+    assert check(CHAT, chat(guided_regex=costly), features=("guided_regex",)).structured_output
+    assert check(CHAT, chat(guided_regex="a+"), features=("vllm_extensions",)).structured_output
+    error = refused(CHAT, chat(guided_regex="a+"))   # the field itself is still a vLLM extension
+    assert (error.reason, error.param) == (Reason.structured_output_denied, "guided_regex")
     error = refused(CHAT, chat(structured_outputs={"grammar": "root ::= x"}), features=("vllm_extensions",))
     assert error.param == "structured_outputs.grammar"
     error = refused(EMBEDDINGS, {"model": "m", "input": "x", "priority": 1})
@@ -85,19 +91,26 @@ def test_json_schema_needs_structured_output():
     assert result.structured_output
 
 
-def test_regex_keyword_walk_reads_schemas_as_schemas():
-    assert _regex_keyword({"properties": {"pattern": {"type": "string"}}}) is None
-    assert _regex_keyword({"enum": [{"pattern": "x"}], "const": {"pattern": "a"}}) is None
-    assert _regex_keyword({"default": {"patternProperties": {}}}) is None
-    assert _regex_keyword({"items": [{"type": "string", "pattern": "a+"}]}) == "items[0].pattern"
-    assert _regex_keyword({"$defs": {"a": {"patternProperties": {}}}}) == "$defs.a.patternProperties"
+def test_regex_walk_reads_schemas_as_schemas():
+    costly = "(a+)+"
+    assert _costly_regex({"properties": {"pattern": {"type": "string"}}}) is None
+    assert _costly_regex({"enum": [{"pattern": costly}], "const": {"pattern": costly}}) is None
+    assert _costly_regex({"default": {"patternProperties": {costly: {}}}}) is None
+    assert _costly_regex({"items": [{"type": "string", "pattern": "a+"}]}) is None        # cheap
+    assert _costly_regex({"items": [{"type": "string", "pattern": costly}]})[0] == "items[0].pattern"
+    assert _costly_regex({"$defs": {"a": {"patternProperties": {costly: {}}}}})[0] == (
+        "$defs.a.patternProperties.(a+)+")
+    assert _costly_regex({"patternProperties": {"^x": {"pattern": costly}}})[0] == "patternProperties.^x.pattern"
+    # Claude Code's Workflow tool (tests/fixtures/agents): admitted on any plan
+    assert _costly_regex({"properties": {"id": {"type": "string", "pattern": "^wf_[a-z0-9-]{6,}$"}}}) is None
 
 
 def test_guided_json_as_a_json_string_is_checked_too():
     features = ("vllm_extensions",)
     assert check(CHAT, chat(guided_json='{"type": "object"}'), features=features)
-    error = refused(CHAT, chat(guided_json='{"type": "string", "pattern": "a"}'), features=features)
+    error = refused(CHAT, chat(guided_json='{"type": "string", "pattern": "(a+)+"}'), features=features)
     assert error.reason is Reason.structured_output_denied
+    assert check(CHAT, chat(guided_json='{"type": "string", "pattern": "a"}'), features=features)
 
 
 def test_oversized_payload_is_refused_without_decoding(monkeypatch):

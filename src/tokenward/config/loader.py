@@ -17,6 +17,8 @@ import msgspec
 import yaml
 
 from ..errors import ConfigError
+from .aliases import check_aliases
+from .globs import pattern_error
 from .schema import DEFAULT_ROUTES, RANGES, Config, PlanConfig
 
 _NONE = type(None)
@@ -136,19 +138,30 @@ def _check_references(cfg: Config) -> None:
                 raise ConfigError(f"plans.{name}.models[{i}]", f"unknown model {model_name!r}")
         if plan.screening is not None and plan.screening not in cfg.screening.policies:
             raise ConfigError(f"plans.{name}.screening", f"unknown screening policy {plan.screening!r}")
+        _check_tool_patterns(plan.allow_tools, f"plans.{name}.allow_tools")
+    check_aliases(cfg)
     _check_screening(cfg)
     for name, tenant in cfg.tenants.items():
         if tenant.plan not in cfg.plans:
             raise ConfigError(f"tenants.{name}.plan", f"unknown plan {tenant.plan!r}")
         base = msgspec.structs.asdict(cfg.plans[tenant.plan])
         merged = {**{k: list(v) if isinstance(v, tuple) else v for k, v in base.items()}, **tenant.overrides}
-        _convert(merged, PlanConfig, f"tenants.{name}.overrides")
+        overridden: PlanConfig = _convert(merged, PlanConfig, f"tenants.{name}.overrides")
+        if "allow_tools" in tenant.overrides:
+            _check_tool_patterns(overridden.allow_tools, f"tenants.{name}.overrides.allow_tools")
     check_capacity(cfg)
     if cfg.demo is not None and cfg.demo.tenant not in cfg.tenants:
         raise ConfigError("demo.tenant", f"unknown tenant {cfg.demo.tenant!r}")
     for i, route in enumerate(cfg.routes or ()):
         if not route.path.startswith("/"):
             raise ConfigError(f"routes[{i}].path", "must start with '/'")
+
+
+def _check_tool_patterns(patterns: typing.Iterable[object], where: str) -> None:
+    for i, pattern in enumerate(patterns):
+        problem = pattern_error(pattern)
+        if problem is not None:
+            raise ConfigError(f"{where}[{i}]", problem)
 
 
 def _check_screening(cfg: Config) -> None:

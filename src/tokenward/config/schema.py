@@ -129,6 +129,9 @@ class ModelConfig(_Strict, frozen=True):
     context_window: int = 8192
     input_price_per_million: float = 0.0
     output_price_per_million: float = 0.0
+    # Other names served as this model (globs: * and ?, config/globs.py); an exact model
+    # name wins over an alias, and two models' aliases may not match one name.
+    aliases: tuple[str, ...] = ()
 
 
 class PlanConfig(_Strict, frozen=True):
@@ -143,7 +146,7 @@ class PlanConfig(_Strict, frozen=True):
     max_concurrent_streams: int = 4
     allow_system_prompt: bool = True
     system_prompt: str | None = None
-    allow_tools: tuple[str, ...] = ()
+    allow_tools: tuple[str, ...] = ()   # client-run tool names, as globs ("*", "mcp__*", "ns.*")
     allow_files: tuple[str, ...] = ()
     max_n: int = 1
     allow_best_of: bool = False

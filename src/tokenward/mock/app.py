@@ -28,7 +28,7 @@ from .formats import (
 )
 from . import echo, native
 from .stats import Holds, Stats
-from .steering import BadRequest, Steering, parse_steering
+from .steering import BadRequest, Steering, parse_steering, tool_arguments
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -159,6 +159,8 @@ class MockUpstream:
         if steer.status is not None:
             await self._steered_error(send, steer)
             return
+        if steer.tool_once and steer.tool_call and native.holds_tool_result(route, body):
+            steer.tool_call = None     # the round trip's last turn: text (steer is this request's own)
         if route in (native.RESPONSES, native.MESSAGES):
             await self._native(send, route, body, steer)
             return
@@ -175,8 +177,11 @@ class MockUpstream:
             await self._bad_request(send, exc)
             return
         stream = plan is not None and bool(body.get("stream"))
-        if steer.echo is not None and plan is not None:
-            await self._echo(send, steer, steer.echo, plan, body, stream, route == CHAT)
+        # a steered tool call on chat is echoed in pieces as the echo answer is (8 characters
+        # when x-mock-echo does not say)
+        size = steer.echo if steer.echo is not None else (8 if steer.tool_call and route == CHAT else None)
+        if size is not None and plan is not None:
+            await self._echo(send, steer, size, plan, body, stream, route == CHAT)
             return
         if steer.plain and not stream:
             if plan is not None:
@@ -191,11 +196,12 @@ class MockUpstream:
                     chat: bool) -> None:
         text = echo.echo_text(chat, body)
         ids = self._new_id(plan)
+        args = tool_arguments(steer, text)
         if not stream:
-            await send_json(send, 200, echo.full_body(plan, text, size, steer.tool_call, *ids))
+            await send_json(send, 200, echo.full_body(plan, text, size, steer.tool_call, *ids, args=args))
             return
         await send(_SSE_START)
-        for i, event in enumerate(echo.stream_events(plan, text, size, steer.tool_call, *ids)):
+        for i, event in enumerate(echo.stream_events(plan, text, size, steer.tool_call, *ids, args=args)):
             if steer.die_after is not None and i >= steer.die_after:
                 self.stats.died += 1
                 raise _Died("x-mock-die-after")   # the connection drops: no finish, no [DONE]
@@ -212,9 +218,9 @@ class MockUpstream:
         stream = body.get("stream") is True
         tool = steer.tool_call
         if tool:
-            text = native.last_text(route, body)
-            answer = (native.responses_call(plan, rid, created, stream, tool, text) if route == native.RESPONSES
-                      else native.messages_call(plan, rid, stream, tool, text))
+            args = tool_arguments(steer, native.last_text(route, body))
+            answer = (native.responses_call(plan, rid, created, stream, tool, args) if route == native.RESPONSES
+                      else native.messages_call(plan, rid, stream, tool, args))
         else:
             echoed = native.echo_pieces(route, body, steer.echo) if steer.echo is not None else None
             answer = (native.responses_answer(plan, rid, created, stream, not steer.no_usage, echoed)

@@ -4,7 +4,7 @@ For tests of what happens to text on its way back: the answer is the last user m
 text (chat) or the prompt (completions), exactly as the backend received it, in every
 choice; streamed N characters per chunk (1: a chunk per character, so a placeholder
 arrives split across chunks). ``x-mock-tool-call: NAME`` answers with a call of tool NAME
-whose arguments are ``{"echo": <that text>}`` instead, streamed in pieces the same way.
+whose arguments are ``{"echo": <that text>}`` (or ``x-mock-tool-args``) instead, streamed in pieces the same way.
 With ``x-mock-die-after: K`` a streamed echo drops the connection after its first K events.
 """
 
@@ -38,12 +38,13 @@ def _usage(plan: Plan, pieces: int) -> dict[str, int]:
     return {"prompt_tokens": plan.prompt_tokens, "completion_tokens": out, "total_tokens": plan.prompt_tokens + out}
 
 
-def full_body(plan: Plan, text: str, size: int, tool: str | None, rid: str, created: int) -> bytes:
-    pieces = len(_pieces(encode({"echo": text}).decode() if tool else text, size))
+def full_body(plan: Plan, text: str, size: int, tool: str | None, rid: str, created: int,
+              args: str = "") -> bytes:
+    pieces = len(_pieces(args if tool else text, size))
     if plan.chat:
         if tool:
             call = {"id": "call_0", "type": "function",
-                    "function": {"name": tool, "arguments": encode({"echo": text}).decode()}}
+                    "function": {"name": tool, "arguments": args}}
             message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
         else:
             message = {"role": "assistant", "content": text}
@@ -57,7 +58,8 @@ def full_body(plan: Plan, text: str, size: int, tool: str | None, rid: str, crea
                    "usage": _usage(plan, pieces)})
 
 
-def stream_events(plan: Plan, text: str, size: int, tool: str | None, rid: str, created: int) -> list[bytes]:
+def stream_events(plan: Plan, text: str, size: int, tool: str | None, rid: str, created: int,
+                  args: str = "") -> list[bytes]:
     kind = "chat.completion.chunk" if plan.chat else "text_completion"
     base = {"id": rid, "object": kind, "created": created, "model": plan.model}
 
@@ -65,7 +67,7 @@ def stream_events(plan: Plan, text: str, size: int, tool: str | None, rid: str, 
         return b"data: " + encode({**base, "choices": [choice]}) + b"\n\n"
 
     out = []
-    source = encode({"echo": text}).decode() if tool else text
+    source = args if tool else text
     pieces = _pieces(source, size)
     for i in range(plan.choices):
         if plan.chat:

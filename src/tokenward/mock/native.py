@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from .formats import TOKEN_TEXT, Plan, build_plan, encode
 from .steering import BadRequest, Steering
 
@@ -36,6 +38,23 @@ def last_text(route: str, body: dict[str, Any]) -> str:
     else:
         turns = [m for m in body.get("messages") or () if isinstance(m, dict) and m.get("role") == "user"]
     return _text_of(turns[-1].get("content")) if turns else ""
+
+
+def holds_tool_result(route: str, body: dict[str, Any]) -> bool:
+    """Whether a request carries a tool's result: a chat ``tool`` message, a Responses
+    ``*_output`` item, a Messages ``tool_result`` block (``x-mock-tool-once``)."""
+    if route == RESPONSES:
+        items = body.get("input")
+        return isinstance(items, list) and any(
+            isinstance(i, dict) and str(i.get("type", "")).endswith("_output") for i in items)
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return False
+    if route != MESSAGES:
+        return any(isinstance(m, dict) and m.get("role") in ("tool", "function") for m in messages)
+    return any(isinstance(b, dict) and b.get("type") == "tool_result"
+               for m in messages if isinstance(m, dict) and isinstance(m.get("content"), list)
+               for b in m["content"])
 
 
 def plan_for(route: str, body: dict[str, Any], steer: Steering) -> Plan:
@@ -137,11 +156,14 @@ def _pieces(text: str, size: int = 5) -> list[str]:
     return [text[i:i + size] for i in range(0, len(text), size)] or [""]
 
 
-def responses_call(plan: Plan, rid: str, created: int, stream: bool, name: str, text: str) -> bytes:
-    """A function call of ``name`` whose arguments are ``{"echo": text}`` (``x-mock-tool-call``)."""
-    args = encode({"echo": text}).decode()
-    item = {"id": f"fc_{rid}", "type": "function_call", "call_id": f"call_{rid}", "name": name,
-            "arguments": args, "status": "completed"}
+def responses_call(plan: Plan, rid: str, created: int, stream: bool, name: str, args: str) -> bytes:
+    """A function call of ``name`` with ``args`` (``x-mock-tool-call``, ``x-mock-tool-args``);
+    ``NAMESPACE.TOOL`` is a call of TOOL inside a ``namespace`` tool (a dot is in no function's name)."""
+    space, dot, tool = name.rpartition(".")
+    item: dict[str, Any] = {"id": f"fc_{rid}", "type": "function_call", "call_id": f"call_{rid}", "name": tool,
+                            "arguments": args, "status": "completed"}
+    if dot:
+        item["namespace"] = space
     usage = {"input_tokens": plan.prompt_tokens, "input_tokens_details": {"cached_tokens": 0},
              "output_tokens": len(_pieces(args)), "output_tokens_details": {"reasoning_tokens": 0},
              "total_tokens": plan.prompt_tokens + len(_pieces(args))}
@@ -162,7 +184,7 @@ def responses_call(plan: Plan, rid: str, created: int, stream: bool, name: str, 
             "output_index": 0, "delta": piece}))
     out += [_sse("response.function_call_arguments.done", {
                 "type": "response.function_call_arguments.done", "sequence_number": next(seq), "item_id": item["id"],
-                "output_index": 0, "arguments": args, "name": name}),
+                "output_index": 0, "arguments": args, "name": tool}),
             _sse("response.output_item.done", {"type": "response.output_item.done", "sequence_number": next(seq),
                                                "output_index": 0, "item": item}),
             _sse("response.completed", {"type": "response.completed", "sequence_number": next(seq),
@@ -170,10 +192,9 @@ def responses_call(plan: Plan, rid: str, created: int, stream: bool, name: str, 
     return b"".join(out)
 
 
-def messages_call(plan: Plan, rid: str, stream: bool, name: str, text: str) -> bytes:
-    """A ``tool_use`` block of ``name`` whose input is ``{"echo": text}`` (``x-mock-tool-call``)."""
-    args = encode({"echo": text}).decode()
-    block = {"type": "tool_use", "id": f"toolu_{rid}", "name": name, "input": {"echo": text}}
+def messages_call(plan: Plan, rid: str, stream: bool, name: str, args: str) -> bytes:
+    """A ``tool_use`` block of ``name`` with ``args`` as its input (``x-mock-tool-call``)."""
+    block = {"type": "tool_use", "id": f"toolu_{rid}", "name": name, "input": msgspec.json.decode(args)}
     message = {"id": f"msg_{rid}", "type": "message", "role": "assistant", "model": plan.model, "content": [block],
                "stop_reason": "tool_use", "stop_sequence": None,
                "usage": {"input_tokens": plan.prompt_tokens, "output_tokens": len(_pieces(args))}}

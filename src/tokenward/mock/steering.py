@@ -6,9 +6,12 @@ behaviour (length, pace, faults) through the gateway without a side channel.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable
+
+import msgspec
 
 TOKENS = b"x-mock-tokens"
 TOKEN_RATE = b"x-mock-token-rate"
@@ -23,12 +26,14 @@ RETRY_AFTER = b"x-mock-retry-after"
 ERROR_BODY = b"x-mock-error-body"
 ECHO = b"x-mock-echo"
 TOOL_CALL = b"x-mock-tool-call"
+TOOL_ARGS = b"x-mock-tool-args"
+TOOL_ONCE = b"x-mock-tool-once"
 ERROR_BODIES = ("json", "empty", "text", "detail")
 
 HEADER_NAMES = tuple(
     h.decode()
     for h in (TOKENS, TOKEN_RATE, DELAY_MS, HANG, STALL_AFTER, DIE_AFTER, STATUS, NO_USAGE, HOLD, RETRY_AFTER,
-              ERROR_BODY, ECHO, TOOL_CALL)
+              ERROR_BODY, ECHO, TOOL_CALL, TOOL_ARGS, TOOL_ONCE)
 )
 
 DEFAULT_TOKENS = 16
@@ -62,6 +67,11 @@ class Steering:
     # answer with the request's own last text, this many characters a chunk (mock/echo.py)
     echo: int | None = None
     tool_call: str | None = None
+    # the call's arguments as sent (a JSON object's text) instead of {"echo": <last user text>}
+    tool_args: str | None = None
+    # call only while the conversation holds no tool result yet; after one, answer text:
+    # an agent's tool round trip (call, result, text) under one unchanging header set
+    tool_once: bool = False
 
     @property
     def plain(self) -> bool:
@@ -110,6 +120,21 @@ def _float(name: bytes, value: bytes) -> float:
     return x
 
 
+def _json_object(name: bytes, value: bytes) -> str:
+    try:
+        parsed = json.loads(value)
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise SteeringError(f"{name.decode()}: expected a JSON object")
+    return value.decode()
+
+
+def tool_arguments(steer: Steering, text: str) -> str:
+    """The steered call's arguments, as the JSON text a backend sends."""
+    return steer.tool_args if steer.tool_args is not None else msgspec.json.encode({"echo": text}).decode()
+
+
 def parse_steering(headers: Iterable[tuple[bytes, bytes]]) -> Steering:
     """Read steering from ASGI headers (names already lowercased by the server)."""
     steer = PLAIN
@@ -147,6 +172,10 @@ def _apply(steer: Steering, name: bytes, value: bytes) -> None:
         steer.echo = _int(name, value, 1, 1_000_000)
     elif name == TOOL_CALL:
         steer.tool_call = value.decode("latin-1") or None
+    elif name == TOOL_ARGS:
+        steer.tool_args = _json_object(name, value)
+    elif name == TOOL_ONCE:
+        steer.tool_once = value.lower() in _TRUE
     elif name == ERROR_BODY:
         shape = value.decode("latin-1").lower()
         if shape not in ERROR_BODIES:

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from . import (s10_edge, s20_identity, s25_dialect, s30_entitlement, s35_control, s40_validate, s50_work,
-               s60_admit, s70_screen, s80_transform, s85_cache)
+from . import (s10_edge, s20_identity, s22_model, s25_dialect, s30_entitlement, s35_control, s40_validate,
+               s50_work, s60_admit, s70_screen, s80_transform, s85_cache)
 
 if TYPE_CHECKING:
     from ..pipeline.stage import Stage
@@ -23,6 +23,7 @@ STAGES: tuple[tuple[str, Builder], ...] = (
     ("dialect_exit", s25_dialect.build_exit),   # Responses and Messages refusals in their API's terms, the edge's too
     ("edge", s10_edge.build),
     ("identity", s20_identity.build),
+    ("model_alias", s22_model.build),   # an alias of a model becomes that model's name (models.NAME.aliases)
     ("dialect", s25_dialect.build),     # Responses and Messages requests become their chat view
     ("entitlement", s30_entitlement.build),
     ("control", s35_control.build),     # enforcement actions and operator controls, once identity decided

@@ -7,7 +7,9 @@ in validation refuses it with the precise error. Decisions:
 
 - model in the plan (``model_not_entitled``) and in the key's scope (``key_scope_denied``);
   a model the gateway does not serve at all is left to validation (``unknown_model``);
-- tools by function name against ``plan.allow_tools`` (``tools_not_entitled``);
+- tools by function name against ``plan.allow_tools``, glob patterns (config/globs.py:
+  ``"*"`` any client-run tool, ``"mcp__*"`` a family; a function inside a Responses
+  ``namespace`` tool is named ``NAMESPACE.TOOL``) (``tools_not_entitled``);
 - the system prompt: allowed; refused on a plan that forbids it (``system_prompt_not_allowed``);
   or, on a consumer plan with a server-side prompt, replaced by that prompt (the body is
   rewritten once here);
@@ -26,6 +28,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..config.globs import GlobSet, glob_set
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
@@ -48,7 +51,7 @@ class TenantRules:
     def __init__(self, plan: PlanConfig) -> None:
         self.plan = plan
         self.models = frozenset(plan.models)
-        self.tools = frozenset(plan.allow_tools)
+        self.tools = glob_set(plan.allow_tools)   # globs: "*", "mcp__*", "NAMESPACE.*"
         self.features = frozenset(plan.features) | ({"best_of"} if plan.allow_best_of else set())
         replace = not plan.allow_system_prompt and plan.system_prompt is not None
         self.system_prompt = plan.system_prompt if replace else None
@@ -115,7 +118,7 @@ class EntitlementStage(BaseStage):
         return None
 
 
-def _check_tools(peek, allowed: frozenset[str]) -> Refusal | None:
+def _check_tools(peek, allowed: GlobSet) -> Refusal | None:
     for i, tool in enumerate(peek.tools or ()):
         spec = tool.function if tool.function is not None else tool.custom
         name = spec.name if spec is not None else None

@@ -9,7 +9,8 @@ module decides whether the caller may set it at all, and bounds what a range can
   ``vllm_extensions`` (the entitlement stage's switch for all of them) - except the
   regex-style constraints (``guided_regex``, ``guided_grammar``, ``structural_tag``,
   ``guided_whitespace_pattern``), which backends compile without a timeout and which
-  only their own name enables;
+  only their own name enables, unless the regex is one the gateway can show is cheap to
+  compile (regex_cost.py);
 - enabled: lists are bounded by the plan's structural limits (``stop_token_ids`` and
   ``bad_words`` by ``max_stop``, ``allowed_token_ids`` by ``max_logit_bias``), token ids
   by the model's vocabulary, free-form JSON by ``max_schema_bytes`` / ``max_schema_depth``,
@@ -33,6 +34,7 @@ from ..errors import Reason, Refusal
 from .bounded import decode_free_form, is_null
 from .result import Findings
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest, VllmCommon, VllmSampling
+from .regex_cost import cheap, why_not_cheap
 from .structured import REGEX_FEATURE, check_schema, check_text_constraint, denied
 
 MAX_STOP_CHARS = 1024
@@ -45,6 +47,7 @@ STRUCTURED_FIELDS = frozenset({
 # Enabled only by their own feature name, never by the ``vllm_extensions`` switch.
 REGEX_STYLE_FIELDS = frozenset({"guided_regex", "guided_grammar", "structural_tag", "guided_whitespace_pattern"})
 ALL_EXTENSIONS = "vllm_extensions"
+_REGEX_FIELDS = frozenset({"guided_regex", "guided_whitespace_pattern"})
 _FREE_FORM = frozenset({"kv_transfer_params", "vllm_xargs", "chat_template_kwargs", "mm_processor_kwargs"})
 
 
@@ -79,11 +82,20 @@ def check_extensions(req: Any, plan: PlanConfig, features: frozenset[str], findi
     for name, value in zip(names, values):
         if value is UNSET or value is None or (type(value) is msgspec.Raw and is_null(value)):
             continue
-        if name not in features and (ALL_EXTENSIONS not in features or name in REGEX_STYLE_FIELDS):
+        if name not in features and (ALL_EXTENSIONS not in features
+                                     or (name in REGEX_STYLE_FIELDS and not _cheap_regex(name, value))):
             if name in STRUCTURED_FIELDS:
-                raise denied(name, f"{name} is not enabled on this plan")
+                why = why_not_cheap(value) if name in _REGEX_FIELDS and isinstance(value, str) else None
+                raise denied(name, f"{name} is not enabled on this plan"
+                                   + (f" (and this regular expression is not cheap to compile: {why})" if why else ""))
             raise Refusal(Reason.feature_not_entitled, f"{name} is not enabled on this plan", param=name)
         _bound(name, value, plan, features, findings, vocab_size)
+
+
+def _cheap_regex(name: str, value: Any) -> bool:
+    """A guided regex (or whitespace pattern) the gateway can show is cheap to compile: the
+    ``vllm_extensions`` switch admits it as it does the other fields (regex_cost.py)."""
+    return name in _REGEX_FIELDS and isinstance(value, str) and cheap(value)
 
 
 def _bound(name: str, value: Any, plan: PlanConfig, features: frozenset[str], findings: Findings,

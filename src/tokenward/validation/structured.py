@@ -6,11 +6,15 @@ backend, so it is decoded under the plan's ``max_schema_bytes`` / ``max_schema_d
 before it is forwarded. ``json_schema`` response formats need the ``structured_output``
 feature (the entitlement stage's name for it; it refuses first when it runs).
 
-Regular expressions are refused unless the plan's ``features`` contain ``guided_regex``:
-backends compile them without a timeout (GHSA-48jh-3gj7-fg8v). That covers
-``guided_regex``, ``structured_outputs.regex``, whitespace patterns, and the
-``pattern`` / ``patternProperties`` keywords inside any JSON schema (found by walking the
-schema as a schema, so a *property named* ``pattern`` is not mistaken for the keyword).
+Regular expressions are admitted on any plan when the gateway can show they are cheap to
+compile (validation/regex_cost.py: a small subset of the syntax, small counted
+repetitions, no nested quantifier, and a DFA the gateway built itself within a small
+budget); any other needs the plan's ``guided_regex`` feature: backends compile them
+without a timeout (GHSA-48jh-3gj7-fg8v). That covers ``guided_regex``,
+``structured_outputs.regex``, whitespace patterns, and the ``pattern`` /
+``patternProperties`` keywords inside any JSON schema (found by walking the schema as a
+schema, so a *property named* ``pattern`` is not mistaken for the keyword; a schema's
+regex matches anywhere in the string, so it is judged with ``.*`` where it has no anchor).
 
 Agents send the same tool schemas on every call, so each verdict is cached by the
 schema's bytes (no request text is kept: schemas are the caller's code, not a prompt).
@@ -27,6 +31,7 @@ from msgspec import UNSET
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form
+from .regex_cost import cheap, why_not_cheap
 from .result import Findings
 from .schemas import JsonObjectFormat, JsonSchemaFormat, NamedToolChoice
 
@@ -41,8 +46,9 @@ def denied(param: str, why: str) -> Refusal:
     return Refusal(Reason.structured_output_denied, f"{param}: {why}", param=param)
 
 
-def _regex_keyword(schema: Any) -> str | None:
-    """Where a ``pattern`` / ``patternProperties`` keyword sits in a schema, if anywhere."""
+def _costly_regex(schema: Any) -> tuple[str, str] | None:
+    """(where, why) of the first ``pattern`` / ``patternProperties`` regex in a schema
+    that is not cheap to compile, if any."""
     stack: list[tuple[Any, str]] = [(schema, "")]
     while stack:
         node, where = stack.pop()
@@ -53,14 +59,31 @@ def _regex_keyword(schema: Any) -> str | None:
             continue
         for key, value in node.items():
             here = f"{where}.{key}" if where else key
-            if key == "patternProperties" or (key == "pattern" and isinstance(value, str)):
-                return here
+            if key == "pattern" and isinstance(value, str):
+                why = why_not_cheap(value, unanchored=True)
+                if why is not None:
+                    return here, why
+                continue
+            if key == "patternProperties":
+                found = _costly_keys(value, here)
+                if found is not None:
+                    return found
             if key in _DATA:
                 continue
-            if key in _SCHEMA_MAPS and isinstance(value, dict):
+            if key in _SCHEMA_MAPS | {"patternProperties"} and isinstance(value, dict):
                 stack.extend((sub, f"{here}.{name}") for name, sub in value.items())
             elif isinstance(value, (dict, list)):
                 stack.append((value, here))
+    return None
+
+
+def _costly_keys(value: Any, here: str) -> tuple[str, str] | None:
+    if not isinstance(value, dict):
+        return here, "patternProperties must map regular expressions to schemas"
+    for name in value:
+        why = why_not_cheap(name, unanchored=True)
+        if why is not None:
+            return f"{here}.{name}", why
     return None
 
 
@@ -73,9 +96,11 @@ def _verdict(raw: bytes, param: str, max_bytes: int, max_depth: int, allow_regex
     except Refusal as refusal:
         return refusal
     if not allow_regex:
-        where = _regex_keyword(value)
-        if where is not None:
-            return denied(param, f"regular expressions in schemas ({where}) are not enabled on this plan")
+        costly = _costly_regex(value)
+        if costly is not None:
+            where, why = costly
+            return denied(param, f"the regular expression at {where} is not one the gateway can show is cheap to "
+                                 f"compile ({why}); such expressions need the guided_regex feature on your plan")
     return None
 
 
@@ -95,9 +120,12 @@ def check_schema(raw: msgspec.Raw, param: str, plan: PlanConfig, features: froze
 
 def check_text_constraint(value: str, param: str, plan: PlanConfig, feature: str,
                           features: frozenset[str]) -> None:
-    """A regex or grammar: only with its feature, and no larger than a schema may be."""
-    if feature not in features:
-        raise denied(param, f"{feature} constraints are not enabled on this plan")
+    """A regex or grammar: only with its feature (a regex that is cheap to compile on any
+    plan), and no larger than a schema may be."""
+    if feature not in features and not (feature == REGEX_FEATURE and cheap(value)):
+        why = why_not_cheap(value) if feature == REGEX_FEATURE else None
+        raise denied(param, f"{feature} constraints are not enabled on this plan"
+                            + (f" (and this regular expression is not cheap to compile: {why})" if why else ""))
     if len(value) > plan.max_schema_bytes:
         raise Refusal(Reason.invalid_field, f"{param} is longer than {plan.max_schema_bytes} characters",
                       param=param)
