@@ -36,11 +36,7 @@ def _cases() -> list:
 
 
 # What today's dialect parsers refuse, first and then behind it (each removed in turn), per API
-REFUSED_TODAY = {
-    "/v1/responses": "Codex: 400 unknown_field reasoning.context; behind it unknown_field client_metadata, "
-                     "invalid_field input[0].type 'additional_tools' (its namespace tools), unknown_field "
-                     "input[].namespace on a function_call item",
-}
+REFUSED_TODAY: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("scenario,turn", _cases())

@@ -19,7 +19,11 @@ from .common import encode
 from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, Piece, ReplacingPiece
 from .messages_doc import Decisions
 from .responses_schema import (
+    AdditionalToolsItem,
     AllowedToolsChoice,
+    CustomGrammarFormat,
+    CustomTool,
+    NamespaceTool,
     CompactionItem,
     CustomToolCallItem,
     CustomToolCallOutputItem,
@@ -48,15 +52,26 @@ def document(parsed: Parsed) -> Document:
         doc.text(req, "input", req.input)
     for i, item in enumerate(parsed.all_items):
         _item(parsed.all_items, i, item, doc)
-    for i, tool in enumerate(parsed.all_tools):
+    _tools(parsed.all_tools, doc)
+    _settings(parsed, doc)
+    return doc
+
+
+def _tools(tools: list[Any], doc: Document) -> None:
+    for i, tool in enumerate(tools):
         if isinstance(tool, FunctionTool):
             doc.text(tool, "description", tool.description)
             doc.json(tool, "parameters", tool.parameters)
             doc.json(tool, "output_schema", tool.output_schema, outside=True)
+        elif isinstance(tool, CustomTool):
+            doc.text(tool, "description", tool.description)
+            if isinstance(tool.format, CustomGrammarFormat):
+                doc.text(tool.format, "definition", tool.format.definition, outside=True)
+        elif isinstance(tool, NamespaceTool):
+            doc.text(tool, "description", tool.description, outside=True)
+            _tools(tool.tools, doc)
         else:
-            doc.json(parsed.all_tools, i, tool, outside=True)   # a built-in tool's configuration
-    _settings(parsed, doc)
-    return doc
+            doc.json(tools, i, tool, outside=True)   # a built-in tool's configuration
 
 
 def _item(items: list[Any], i: int, item: Any, doc: Document) -> None:
@@ -80,6 +95,8 @@ def _item(items: list[Any], i: int, item: Any, doc: Document) -> None:
         doc.stateful = True     # the upstream decrypts earlier context the gateway cannot read
     elif kind is ItemReference:
         doc.stateful = True
+    elif kind is AdditionalToolsItem:
+        _tools(item.tools, doc)
     else:
         doc.json(items, i, item, TOOL_OUTPUT, outside=True)    # a server-side item
 

@@ -29,6 +29,9 @@ PositiveInt = Annotated[int, Meta(ge=1)]
 Detail = Union[Literal["auto", "low", "high", "original"], None, UnsetType]
 Metadata = Annotated[dict[Annotated[str, Meta(max_length=64)], Annotated[str, Meta(max_length=512)]],
                      Meta(max_length=16)]
+# Codex's client_metadata carries a JSON document of its turn in one value
+ClientMetadata = Annotated[dict[Annotated[str, Meta(max_length=64)], Annotated[str, Meta(max_length=8192)]],
+                           Meta(max_length=32)]
 Status = Opt[Literal["in_progress", "completed", "incomplete"]]
 
 # -- content parts -------------------------------------------------------------------
@@ -207,8 +210,6 @@ class ItemReference(Strict, kw_only=True):
     id: StateId
 
 
-InputItem = Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, CustomToolCallItem,
-                  CustomToolCallOutputItem, CompactionItem, ItemReference]
 
 # Items of tools the upstream runs (or that only it understands): kept as their JSON,
 # screened as JSON text, forwarded to an upstream that serves the API natively only.
@@ -217,7 +218,7 @@ SERVER_ITEMS = frozenset({
     "code_interpreter_call", "local_shell_call", "local_shell_call_output", "shell_call", "shell_call_output",
     "apply_patch_call", "apply_patch_call_output", "mcp_list_tools", "mcp_approval_request",
     "mcp_approval_response", "mcp_call", "tool_search_call", "tool_search_output", "program", "program_output",
-    "compaction_trigger", "configuration_update", "additional_tools",
+    "compaction_trigger", "configuration_update",
 })
 
 # -- tools, text format, reasoning ---------------------------------------------------
@@ -235,6 +236,64 @@ class FunctionTool(Strict, kw_only=True):
     defer_loading: Union[bool, UnsetType] = UNSET
     allowed_callers: CallerKinds = UNSET
     async_: Union[bool, UnsetType] = msgspec.field(name="async", default=UNSET)
+
+
+class CustomTextFormat(Strict, tag_field="type", tag="text", kw_only=True):
+    pass
+
+
+class CustomGrammarFormat(Strict, tag_field="type", tag="grammar", kw_only=True):
+    definition: str
+    syntax: Literal["lark", "regex"]
+
+
+class CustomTool(Strict, kw_only=True):
+    """A client-run tool whose input is free text (a patch, a script), optionally held to a
+    grammar the model's output must follow."""
+
+    type: Literal["custom"]
+    name: ToolName
+    description: Opt[str] = UNSET
+    format: Union[CustomTextFormat, CustomGrammarFormat, UnsetType] = UNSET
+    defer_loading: Union[bool, UnsetType] = UNSET
+    allowed_callers: CallerKinds = UNSET
+    async_: Union[bool, UnsetType] = msgspec.field(name="async", default=UNSET)
+
+
+class NamespaceTool(Strict, kw_only=True):
+    """A group of client-run tools (Codex's ``functions``, ``clock``, ...): each is
+    entitled as ``NAMESPACE.TOOL`` and flattened for a chat backend (``FlatTool``)."""
+
+    type: Literal["namespace"]
+    name: ToolName
+    description: Opt[str] = UNSET
+    tools: list[Raw]
+
+
+class AdditionalToolsItem(Strict, kw_only=True):
+    """Tools declared inside ``input`` (Codex sends its tools so, keeping the top of the
+    prompt stable for caching): they join the request's tools."""
+
+    type: Literal["additional_tools"]
+    tools: list[Raw]
+    id: Union[StateId, UnsetType] = UNSET
+    role: Union[Literal["developer", "system", "user"], UnsetType] = UNSET
+
+
+InputItem = Union[MessageItem, FunctionCallItem, FunctionCallOutputItem, ReasoningItem, CustomToolCallItem,
+                  CustomToolCallOutputItem, CompactionItem, ItemReference, AdditionalToolsItem]
+
+
+class FlatTool(msgspec.Struct, frozen=True):
+    """A client-run tool as a chat backend sees it: ``chat_name`` (``NAMESPACE__TOOL`` for a
+    namespace's member), ``entitled`` (the name the plan's ``allow_tools`` matches:
+    ``NAMESPACE.TOOL``), where it came from, and the tool itself."""
+
+    chat_name: str
+    entitled: str
+    name: str
+    namespace: Union[str, None]
+    tool: Any     # FunctionTool | CustomTool
 
 
 class FunctionChoice(Strict, tag_field="type", tag="function", kw_only=True):
@@ -353,7 +412,7 @@ class ResponsesRequest(Strict, kw_only=True):
     background: Opt[bool] = UNSET
     background_options: Union[BackgroundOptions, UnsetType] = UNSET
     metadata: Opt[Metadata] = UNSET
-    client_metadata: Opt[Metadata] = UNSET      # Codex sends it on every request
+    client_metadata: Opt[ClientMetadata] = UNSET      # Codex sends it on every request
     user: Opt[ShortText] = UNSET
     safety_identifier: Opt[ShortText] = UNSET
     prompt_cache_key: Opt[ShortText] = UNSET
@@ -382,8 +441,7 @@ TOP_RULES: dict[str, str] = {
 BUILTIN_TOOLS = frozenset({
     "web_search", "web_search_preview", "web_search_2025_08_26", "web_search_preview_2025_03_11",
     "file_search", "computer", "computer_use", "computer_use_preview", "code_interpreter", "image_generation",
-    "mcp", "local_shell", "shell", "apply_patch", "custom", "namespace", "tool_search",
-    "programmatic_tool_calling",
+    "mcp", "local_shell", "shell", "apply_patch", "tool_search", "programmatic_tool_calling",
 })
 
 
@@ -396,7 +454,8 @@ class Parsed(msgspec.Struct, kw_only=True):
     functions: list[FunctionTool]
     builtin_tools: list[str]      # the ``type`` of each built-in tool, in order
     all_items: list[Union[InputItem, Raw]] = []
-    all_tools: list[Union[FunctionTool, Raw]] = []
+    all_tools: list[Union[FunctionTool, CustomTool, NamespaceTool, Raw]] = []
+    flat: list[FlatTool] = []     # every client-run tool, top level and in additional_tools, flattened
     server_items: list[tuple[int, str]] = []   # (index in input, type) of each server-side item
     tool_choice: Union[ToolChoice, None, UnsetType] = UNSET
     server_choice: bool = False   # tool_choice names a tool the upstream runs
@@ -412,8 +471,14 @@ _ITEMS: dict[str, msgspec.json.Decoder[Any]] = {
     "custom_tool_call_output": msgspec.json.Decoder(CustomToolCallOutputItem),
     "compaction": msgspec.json.Decoder(CompactionItem),
     "item_reference": msgspec.json.Decoder(ItemReference),
+    "additional_tools": msgspec.json.Decoder(AdditionalToolsItem),
 }
 _FUNCTION = msgspec.json.Decoder(FunctionTool)
+_TOOLS: dict[str, msgspec.json.Decoder[Any]] = {
+    "function": _FUNCTION,
+    "custom": msgspec.json.Decoder(CustomTool),
+    "namespace": msgspec.json.Decoder(NamespaceTool),
+}
 _ALLOWED = msgspec.json.Decoder(_AllowedFunction)
 _CHOICE = msgspec.json.Decoder(Union[ToolChoice, None])
 
@@ -439,24 +504,18 @@ def parse(body: bytes) -> Parsed:
         else:
             raise Refusal(Reason.invalid_field, f"Invalid value at input[{i}].type: unsupported item type"
                           f" {str(kind)[:64]!r}", param=f"input[{i}].type")
-    functions: list[FunctionTool] = []
-    builtin: list[str] = []
-    tools: list[Union[FunctionTool, Raw]] = []
-    for i, raw in enumerate(req.tools or ()):
-        kind = type_of(raw)
-        if kind == "function":
-            tool = decode_sub(raw, _FUNCTION, f"tools[{i}]")
-            functions.append(tool)
-            tools.append(tool)
-        elif isinstance(kind, str) and kind in BUILTIN_TOOLS:
-            builtin.append(kind)
-            tools.append(raw)
-        else:
-            raise Refusal(Reason.invalid_field, f"Invalid value at tools[{i}].type: unsupported tool type"
-                          f" {str(kind)[:64]!r}", param=f"tools[{i}].type")
+    tools, builtin, flat = _tools(req.tools or [], "tools")
+    for i, item in enumerate(items):
+        if isinstance(item, AdditionalToolsItem):
+            more, more_builtin, more_flat = _tools(item.tools, f"input[{i}].tools")
+            item.tools = more       # typed, for the render
+            builtin += more_builtin
+            flat += more_flat
+    _no_clash(flat)
+    functions = [t.tool for t in flat if isinstance(t.tool, FunctionTool) and t.namespace is None]
     _rules(req, items)
     parsed = Parsed(request=req, items=items, functions=functions, builtin_tools=builtin, all_items=every,
-                    all_tools=tools, server_items=server_items)
+                    all_tools=tools, server_items=server_items, flat=flat)
     _tool_choice(req, parsed)
     return parsed
 
@@ -470,6 +529,58 @@ def _tool_choice(req: ResponsesRequest, parsed: Parsed) -> None:
         parsed.server_choice = True
         return
     parsed.tool_choice = decode_sub(raw, _CHOICE, "tool_choice")
+
+
+def _tools(raws: list[Raw], where: str) -> tuple[list[Any], list[str], list[FlatTool]]:
+    """A tool list decoded: each tool typed (a built-in one kept as JSON), the built-in
+    kinds, and the client-run tools flattened (a namespace's members as NAMESPACE__TOOL)."""
+    typed: list[Any] = []
+    builtin: list[str] = []
+    flat: list[FlatTool] = []
+    for i, raw in enumerate(raws):
+        kind = type_of(raw)
+        decoder = _TOOLS.get(kind) if isinstance(kind, str) else None
+        if decoder is not None:
+            tool = decode_sub(raw, decoder, f"{where}[{i}]")
+            typed.append(tool)
+            if isinstance(tool, NamespaceTool):
+                flat += _members(tool, f"{where}[{i}]")
+            else:
+                flat.append(FlatTool(tool.name, tool.name, tool.name, None, tool))
+        elif isinstance(kind, str) and kind in BUILTIN_TOOLS:
+            builtin.append(kind)
+            typed.append(raw)
+        else:
+            raise Refusal(Reason.invalid_field, f"Invalid value at {where}[{i}].type: unsupported tool type"
+                          f" {str(kind)[:64]!r}", param=f"{where}[{i}].type")
+    return typed, builtin, flat
+
+
+def _members(namespace: NamespaceTool, where: str) -> list[FlatTool]:
+    out = []
+    members: list[Any] = []
+    for j, raw in enumerate(namespace.tools):
+        kind = type_of(raw)
+        if kind not in ("function", "custom"):
+            raise Refusal(Reason.invalid_field, f"Invalid value at {where}.tools[{j}].type: a namespace holds "
+                          "function and custom tools", param=f"{where}.tools[{j}].type")
+        member = decode_sub(raw, _TOOLS[str(kind)], f"{where}.tools[{j}]")
+        members.append(member)
+        out.append(FlatTool(f"{namespace.name}__{member.name}", f"{namespace.name}.{member.name}", member.name,
+                            namespace.name, member))
+    namespace.tools = members       # typed, for the render
+    return out
+
+
+def _no_clash(flat: list[FlatTool]) -> None:
+    """Two tools that a chat backend would see under one name are refused, naming both."""
+    seen: dict[str, FlatTool] = {}
+    for tool in flat:
+        other = seen.get(tool.chat_name)
+        if other is not None:
+            raise Refusal(Reason.invalid_field, f"the tools `{other.entitled}` and `{tool.entitled}` would both be "
+                          f"named `{tool.chat_name}` for a chat backend; rename one", param="tools")
+        seen[tool.chat_name] = tool
 
 
 def allowed_names(choice: AllowedToolsChoice) -> set[str]:

@@ -19,21 +19,30 @@ from typing import Any
 from ..wire.chunks import Chunk
 from .chat_answer import as_chunk
 from .common import encode, new_id, sse
-from .responses_schema import Parsed
-from .responses_translate import call_item, finish_status, message_item, response_shell, usage_object
+from .responses_schema import CustomTool, FlatTool, Parsed
+from .responses_translate import (
+    call_item,
+    custom_input,
+    finish_status,
+    message_item,
+    response_shell,
+    tool_names,
+    usage_object,
+)
 
 
 class _Item:
-    __slots__ = ("index", "id", "kind", "parts", "call_id", "name", "open", "delta_head")
+    __slots__ = ("index", "id", "kind", "parts", "call_id", "name", "open", "delta_head", "tool")
 
-    def __init__(self, index: int, kind: str, call_id: str = "", name: str = "") -> None:
+    def __init__(self, index: int, kind: str, call_id: str = "", name: str = "", tool: FlatTool | None = None) -> None:
         self.index = index
-        self.id = new_id("msg" if kind == "message" else "fc")
+        self.id = new_id("msg" if kind == "message" else "ctc" if kind == "custom" else "fc")
         self.kind = kind
         self.parts: list[str] = []   # the message's text, or the call's arguments, as they came
         self.call_id = call_id
         self.name = name
         self.open = True
+        self.tool = tool             # a namespace's member or a custom tool (named back)
         # what every delta event of this item repeats, encoded once (the event's fields in
         # the order the dict-built events have them)
         where = b'"item_id":' + encode(self.id) + b',"output_index":%d,' % index
@@ -51,7 +60,8 @@ class _Item:
     def snapshot(self, status: str) -> dict[str, Any]:
         if self.kind == "message":
             return message_item(self.id, self.text if status == "completed" else None, None, status)
-        return call_item(self.id, self.call_id, self.name, self.text if status == "completed" else "", status)
+        return call_item(self.id, self.call_id, self.name, self.text if status == "completed" else "", status,
+                         self.tool)
 
 
 _TEXT_DELTA = b"event: response.output_text.delta\ndata: {"
@@ -70,7 +80,7 @@ class ResponsesStream:
         self._finish_reason: str | None = None
         self._usage: object = None
         self._ended = False
-
+        self._names = tool_names(parsed)   # chat name -> a flattened or custom tool
     def _event(self, kind: str, **fields: Any) -> bytes:
         payload = {"type": kind, "sequence_number": self._seq, **fields}
         self._seq += 1
@@ -127,15 +137,19 @@ class ResponsesStream:
         if item is None:
             out.append(self._close_message())
             name = function.name if function is not None and function.name else ""
-            item = _Item(len(self._items), "function_call", call.id or new_id("call"), name)
+            tool = self._names.get(name)
+            kind = "custom" if tool is not None and isinstance(tool.tool, CustomTool) else "function_call"
+            item = _Item(len(self._items), kind, call.id or new_id("call"), name, tool)
             self._items.append(item)
             self._calls[call.index] = item
             out.append(self._event("response.output_item.added", output_index=item.index,
                                    item=item.snapshot("in_progress")))
         if function is not None and function.arguments:
             item.parts.append(function.arguments)
-            out.append(_ARGS_DELTA + item.delta_head % self._seq + encode(function.arguments) + b"}\n\n")
-            self._seq += 1
+            if item.kind == "function_call":
+                out.append(_ARGS_DELTA + item.delta_head % self._seq + encode(function.arguments) + b"}\n\n")
+                self._seq += 1
+            # a custom tool's input is the ``input`` of the arguments: written whole at its end
         return b"".join(out)
 
     def _close_message(self) -> bytes:
@@ -154,9 +168,15 @@ class ResponsesStream:
                                 content_index=0, text=item.text, logprobs=[]),
                     self._event("response.content_part.done", item_id=item.id, output_index=item.index,
                                 content_index=0, part=_text_part(item.text))]
+        elif item.kind == "custom":
+            text = custom_input(item.text)
+            done = [self._event("response.custom_tool_call_input.delta", item_id=item.id, output_index=item.index,
+                                delta=text),
+                    self._event("response.custom_tool_call_input.done", item_id=item.id, output_index=item.index,
+                                input=text)]
         else:
             done = [self._event("response.function_call_arguments.done", item_id=item.id,
-                                output_index=item.index, arguments=item.text, name=item.name)]
+                                output_index=item.index, arguments=item.text, name=item.snapshot("completed")["name"])]
         done.append(self._event("response.output_item.done", output_index=item.index,
                                 item=item.snapshot("completed")))
         return b"".join(done)

@@ -10,15 +10,19 @@ both it and the stream translator (``responses_stream``) fill.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from msgspec import UNSET
 
 from ..errors import Reason, Refusal
 from . import chat_answer
-from .common import Unsupported, new_id
+from .common import Unsupported, encode, new_id
 from .responses_schema import (
     AllowedToolsChoice,
+    CustomGrammarFormat,
+    CustomTool,
+    FlatTool,
     CompactionItem,
     CustomChoice,
     CustomToolCallItem,
@@ -85,10 +89,6 @@ def _unsupported_items(parsed: Parsed) -> list[Unsupported]:
             out.append(Unsupported(f"input[{i}]", f"a compaction item is context encrypted by the server: {_NATIVE} "
                                    "read it"))
             continue
-        if isinstance(item, (CustomToolCallItem, CustomToolCallOutputItem)):
-            out.append(Unsupported(f"input[{i}]", f"a custom tool's call has no chat-completions equivalent: {_NATIVE}"
-                                   " take it"))
-            continue
         parts = item.content if isinstance(item, MessageItem) else getattr(item, "output", "")
         for j, part in enumerate(parts if isinstance(parts, list) else ()):
             if isinstance(part, (InputImage, InputFile)) and isinstance(part.file_id, str):
@@ -145,29 +145,64 @@ def _present(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _tools(parsed: Parsed, chat: dict[str, Any], native: bool) -> None:
-    tools = parsed.functions
+    """Every client-run tool (top level, and in ``additional_tools`` items) as a chat
+    function, a namespace's members flattened to ``NAMESPACE__TOOL`` (their calls are named
+    back in the answer, ``tool_names``)."""
+    tools = parsed.flat
     choice: Any = parsed.tool_choice
     if isinstance(choice, AllowedToolsChoice):
         if not native:
             allowed = allowed_names(choice)
-            tools = [tool for tool in tools if tool.name in allowed]
+            tools = [tool for tool in tools if tool.name in allowed or tool.entitled in allowed]
         choice = choice.mode
-    elif isinstance(choice, CustomChoice):
-        choice = None
     if tools:
         chat["tools"] = [{"type": "function", "function": _function(tool)} for tool in tools]
-    if isinstance(choice, FunctionChoice):
+    if isinstance(choice, (FunctionChoice, CustomChoice)):
         chat["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
     elif isinstance(choice, str):
         chat["tool_choice"] = choice
 
 
-def _function(tool: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": tool.name}
+# A custom tool's free-form input, as a chat function's one argument
+CUSTOM_INPUT = "input"
+
+
+def _function(flat: FlatTool) -> dict[str, Any]:
+    tool = flat.tool
+    out: dict[str, Any] = {"name": flat.chat_name}
+    if isinstance(tool, CustomTool):
+        # a chat backend has no free-form tool: a function of one string, its grammar (which
+        # a chat backend cannot enforce) told to the model in the description
+        description = tool.description if isinstance(tool.description, str) else ""
+        if isinstance(tool.format, CustomGrammarFormat):
+            description += (f"\n\nThe `{CUSTOM_INPUT}` argument follows this {tool.format.syntax} grammar:\n"
+                            f"{tool.format.definition}")
+        if description:
+            out["description"] = description
+        out["parameters"] = {"type": "object", "properties": {CUSTOM_INPUT: {"type": "string"}},
+                             "required": [CUSTOM_INPUT]}
+        return out
     out.update(_present(tool, ("description", "strict")))
     if tool.parameters is not UNSET:
         out["parameters"] = tool.parameters
     return out
+
+
+def chat_name(name: str, namespace: object) -> str:
+    """A tool call's name as the chat view names its tool."""
+    return f"{namespace}__{name}" if isinstance(namespace, str) and namespace else name
+
+
+def tool_names(parsed: Parsed) -> dict[str, FlatTool]:
+    """chat name -> the tool, for the flattened and custom ones (their calls are named back)."""
+    return {tool.chat_name: tool for tool in parsed.flat
+            if tool.namespace is not None or isinstance(tool.tool, CustomTool)}
+
+
+def _call(item: FunctionCallItem | CustomToolCallItem) -> dict[str, Any]:
+    arguments = item.arguments if isinstance(item, FunctionCallItem) else encode({CUSTOM_INPUT: item.input}).decode()
+    return {"id": item.call_id, "type": "function",
+            "function": {"name": chat_name(item.name, item.namespace), "arguments": arguments}}
 
 
 def _messages(parsed: Parsed) -> list[dict[str, Any]]:
@@ -180,9 +215,8 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
     for i, item in enumerate(parsed.items):
         if isinstance(item, MessageItem):
             out.append(_message(item, i))
-        elif isinstance(item, FunctionCallItem):
-            call = {"id": item.call_id, "type": "function",
-                    "function": {"name": item.name, "arguments": item.arguments}}
+        elif isinstance(item, (FunctionCallItem, CustomToolCallItem)):
+            call = _call(item)
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant" and last.get("_open"):
                 last.setdefault("tool_calls", []).append(call)
@@ -190,13 +224,14 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
                 # content "": OpenAI and vLLM take null too, llama.cpp's server (and its chat
                 # templates, which read message.content) only a string
                 out.append({"role": "assistant", "content": "", "tool_calls": [call], "_open": True})
-        elif isinstance(item, FunctionCallOutputItem):
+        elif isinstance(item, (FunctionCallOutputItem, CustomToolCallOutputItem)):
             content = item.output if isinstance(item.output, str) else [
                 {"type": "text", "text": part.text} for part in item.output if isinstance(part, InputText)]
             out.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
         # reasoning items: a chat backend has no place for them; dropped (their text is
-        # counted and screened apart when the body goes natively). Server-side items and
-        # custom tool calls: refused when translated, the upstream's own when native.
+        # counted and screened apart when the body goes natively). Server-side items:
+        # refused when translated, the upstream's own when native. additional_tools
+        # items: their tools joined the request's (``_tools``).
     for message in out:
         message.pop("_open", None)
     if not out:
@@ -289,9 +324,33 @@ def message_item(item_id: str, text: str | None, refusal: str | None, status: st
     return {"id": item_id, "type": "message", "role": "assistant", "status": status, "content": content}
 
 
-def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str) -> dict[str, Any]:
-    return {"id": item_id, "type": "function_call", "call_id": call_id, "name": name,
-            "arguments": arguments, "status": status}
+def call_item(item_id: str, call_id: str, name: str, arguments: str, status: str,
+              tool: FlatTool | None = None) -> dict[str, Any]:
+    """A function call as the client named its tool: a namespace's member by its own name
+    and ``namespace``; a custom tool's call as a ``custom_tool_call`` with its free input."""
+    if tool is None:
+        return {"id": item_id, "type": "function_call", "call_id": call_id, "name": name,
+                "arguments": arguments, "status": status}
+    if isinstance(tool.tool, CustomTool):
+        item = {"id": item_id, "type": "custom_tool_call", "call_id": call_id, "name": tool.name,
+                "input": custom_input(arguments) if status == "completed" else ""}
+    else:
+        item = {"id": item_id, "type": "function_call", "call_id": call_id, "name": tool.name,
+                "arguments": arguments, "status": status}
+    if tool.namespace is not None:
+        item["namespace"] = tool.namespace
+    return item
+
+
+def custom_input(arguments: str) -> str:
+    """A custom tool's input from the chat function's arguments (``{"input": ...}``); the
+    arguments as they are when the model wrote something else."""
+    try:
+        value = json.loads(arguments)
+    except ValueError:
+        return arguments
+    text = value.get(CUSTOM_INPUT) if isinstance(value, dict) else None
+    return text if isinstance(text, str) else arguments
 
 
 def response_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
@@ -303,9 +362,10 @@ def response_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
     message = choice.message
     if message.content or message.refusal is not None:
         shell["output"].append(message_item(new_id("msg"), message.content, message.refusal, "completed"))
+    names = tool_names(parsed)
     for call in message.tool_calls or ():
         shell["output"].append(call_item(new_id("fc"), call.id or new_id("call"), call.function.name,
-                                         call.function.arguments, "completed"))
+                                         call.function.arguments, "completed", names.get(call.function.name)))
     finish_status(shell, choice.finish_reason)
     shell["usage"] = usage_object(answer.usage)
     return shell

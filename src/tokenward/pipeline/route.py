@@ -19,6 +19,9 @@ and no lower layer probes a route for optional attributes:
 - ``render(ctx, backend_model)``: the body for an upstream that serves the route's API
   natively, rendered from what the stages checked (``NativeCall``), or None: the
   validated body goes to ``upstream_path``;
+- ``entitled_name(name)``: the name the plan's ``allow_tools`` entitles a tool of the
+  validated body by (a Responses namespace's member, ``NAMESPACE__TOOL`` in the chat view,
+  is entitled as ``NAMESPACE.TOOL``);
 - ``edit_answer(editor)``: the response transform that applies a text editor (the
   personal-data restorer, the output redactor: chat-shaped ``StreamTextEdit``s) to the
   answer this route's upstream writes: the editor itself for a chat answer, wrapped for
@@ -62,5 +65,7 @@ class Route(Protocol):
     def outside_prompt(self) -> tuple[Sequence[str], int]: ...
 
     def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None: ...
+
+    def entitled_name(self, name: str) -> str: ...
 
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform: ...

@@ -54,6 +54,9 @@ class Route:
     def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
         return None
 
+    def entitled_name(self, name: str) -> str:
+        return name
+
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
         return editor
 

@@ -91,7 +91,7 @@ class DialectRoute:
 
     __slots__ = ("path", "methods", "content_types", "max_body_bytes", "allow_header", "has_body",
                  "upstream_path", "validates", "dialect", "native", "native_path", "parsed", "doc", "count_tokens",
-                 "forwarded_native")
+                 "forwarded_native", "entitled")
 
     def __init__(self, route: Any, dialect: str, native: bool, parsed: Any, doc: Document | None) -> None:
         self.path = route.path
@@ -109,6 +109,9 @@ class DialectRoute:
         self.doc = doc                      # its texts and what it holds beyond the chat view (native)
         self.count_tokens = route.path == COUNT_TOKENS
         self.forwarded_native = False
+        # chat name -> the name the plan entitles it by, for a namespace's members
+        self.entitled = ({tool.chat_name: tool.entitled for tool in parsed.flat if tool.namespace is not None}
+                         if isinstance(parsed, responses_schema.Parsed) else {})
 
     @property
     def stateful(self) -> bool:
@@ -130,6 +133,10 @@ class DialectRoute:
     def outside_prompt(self) -> tuple[list[str], int]:
         doc = self.doc
         return (doc.outside, doc.opaque_bytes) if doc is not None else ([], 0)
+
+    def entitled_name(self, name: str) -> str:
+        """A Responses namespace's member is entitled as NAMESPACE.TOOL (chat: NAMESPACE__TOOL)."""
+        return self.entitled.get(name, name)
 
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
         """A translated answer is chat when editors read it; a native one is the dialect's."""

@@ -24,7 +24,7 @@ File types (``files_not_entitled``) are decided by validation, which sniffs them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Callable, TYPE_CHECKING
 
 import msgspec
 
@@ -107,7 +107,7 @@ class EntitlementStage(BaseStage):
                 return Refusal(Reason.model_not_entitled, f"model {model} is not available on your plan",
                                param="model")
         if peek.tools or peek.functions or peek.tool_choice.__class__ is dict or peek.function_call.__class__ is dict:
-            refusal = _check_tools(peek, rules.tools)
+            refusal = _check_tools(peek, rules.tools, ctx.route.entitled_name if ctx.route is not None else _same)
             if refusal is not None:
                 return refusal
         refusal = _check_features(peek, rules.features)
@@ -118,10 +118,18 @@ class EntitlementStage(BaseStage):
         return None
 
 
-def _check_tools(peek, allowed: GlobSet) -> Refusal | None:
+def _same(name: str) -> str:
+    return name
+
+
+def _check_tools(peek, allowed: GlobSet, entitled: Callable[[str], str]) -> Refusal | None:
+    """Each tool by the name the plan entitles it by (a Responses namespace's member as
+    ``NAMESPACE.TOOL``, though the chat view calls it ``NAMESPACE__TOOL``: Route.entitled_name)."""
     for i, tool in enumerate(peek.tools or ()):
         spec = tool.function if tool.function is not None else tool.custom
         name = spec.name if spec is not None else None
+        if isinstance(name, str):
+            name = entitled(name)
         # a name of the wrong type (a list, an object) is simply not an allowed name
         if not isinstance(name, str) or name not in allowed:
             kind = "function" if tool.function is not None else "custom" if tool.custom is not None else None
@@ -134,6 +142,8 @@ def _check_tools(peek, allowed: GlobSet) -> Refusal | None:
             return Refusal(Reason.tools_not_entitled, f"function {shown} is not allowed on your plan",
                            param=f"functions[{i}].name")
     for name, param in _chosen_tools(peek):
+        if isinstance(name, str):
+            name = entitled(name)
         if not isinstance(name, str) or name not in allowed:
             shown = name if isinstance(name, str) else "(unnamed)"
             return Refusal(Reason.tools_not_entitled, f"tool {shown} is not allowed on your plan", param=param)
