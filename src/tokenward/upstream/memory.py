@@ -62,9 +62,12 @@ class MemoryResponse(ResponseHead):
         return b"".join(parts)
 
     def abort(self) -> None:
+        """Walk away: the app is cancelled, and a read waiting for its next part is woken
+        with the error a socket's reader gets (upstream/_conn.py ``abort``)."""
         if self._task is not None and not self._task.done():
             self._task.cancel()
-        self._done = True
+        if not self._done:
+            self._queue.put_nowait(UpstreamError("response aborted by the gateway"))
 
     async def aclose(self) -> None:
         self.abort()
