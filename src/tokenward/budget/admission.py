@@ -22,8 +22,9 @@ import itertools
 import logging
 import os
 import time
-from typing import Any, Callable, Coroutine
+from typing import Any, Callable, Coroutine, NamedTuple
 
+from ..config.key_limits import KeyLimits
 from ..config.schema import Config, PlanConfig
 from ..errors import Reason
 from . import policy
@@ -63,6 +64,15 @@ class Decision:
 UNAVAILABLE = Decision(reason=Reason.budget_store_unavailable)
 
 
+class _Caller(NamedTuple):
+    """Whose budgets a request draws on: the tenant's plan, and the key's own limits."""
+
+    tenant: str
+    plan: PlanConfig
+    key_id: str | None
+    key_limits: KeyLimits | None
+
+
 class Admitter:
     def __init__(self, config: Config, store: BudgetStore, clock: Callable[[], float] = time.time,
                  breaker: Breaker | None = None) -> None:
@@ -97,12 +107,15 @@ class Admitter:
         return int(self._clock() * 1000)
 
     async def reserve(self, tenant: str, tier: str, plan: PlanConfig, key_id: str | None, model: str | None,
-                      upstream: str | None, tokens: int, cost: int, job: Any = None) -> Decision:
-        """``job``: the request's agent job (jobs.terms.JobBudgets), reserved in the same step."""
+                      upstream: str | None, tokens: int, cost: int, job: Any = None,
+                      key_limits: KeyLimits | None = None) -> Decision:
+        """``job``: the request's agent job (jobs.terms.JobBudgets), reserved in the same step;
+        ``key_limits``: the key's own limits, checks of the same atomic call as the plan's."""
         now_ms = self.now_ms()
         rid = self._id_prefix + "%x" % next(self._ids)
         guarded, budgets = self.shared, self.budgets
-        parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms, job)
+        who = _Caller(tenant, plan, key_id, key_limits)
+        parts, calls = self._calls(budgets, who, model, upstream, tokens, cost, rid, now_ms, job)
         outcomes = None
         if guarded.now is not None:
             outcomes = list(map(guarded.now.reserve_now, calls))
@@ -126,7 +139,7 @@ class Admitter:
             if not (self.all_open or tier in self.open_tiers) or job is not None:
                 return UNAVAILABLE   # (a job's counters live only in the shared store)
             guarded, budgets = self.local, self.local_budgets
-            parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+            parts, calls = self._calls(budgets, who, model, upstream, tokens, cost, rid, now_ms)
             assert guarded.now is not None   # the local store is the memory store: it answers at once
             outcomes = list(map(guarded.now.reserve_now, calls))
         decision, voids = self._decide(guarded, rid, parts, calls, outcomes, now_ms)
@@ -134,11 +147,11 @@ class Admitter:
             await self._settle_calls(guarded, voids)
         return decision
 
-    def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None, model: str | None,
-               upstream: str | None, tokens: int, cost: int, rid: str,
-               now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
+    def _calls(self, budgets: Budgets, who: _Caller, model: str | None, upstream: str | None, tokens: int,
+               cost: int, rid: str, now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
         lease_until = now_ms + self.lease_ms
-        budget = budgets.tenant(tenant, plan, key_id, now_ms)
+        tenant, plan = who.tenant, who.plan
+        budget = budgets.tenant(tenant, plan, who.key_id, now_ms, who.key_limits)
         if job is not None:
             budget = job.joined(budget)
         if tenant not in self._configured and len(self._seen) < 10_000:

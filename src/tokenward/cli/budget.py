@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, Optional, cast
 
 import typer
 
+from .options import config_option
+
 if TYPE_CHECKING:
     from ..budget.policy import Check, Stored
     from ..config.schema import Config, PlanConfig
@@ -50,7 +52,9 @@ def _line(row: dict[str, Any]) -> str:
                 f" ({row['per_minute']:,}/min; full in {row['full_in_ms'] / 1000:.1f} s){shadow}")
     if row["kind"] == "gauge":
         return f"  {row['limit']:<16}{row['held']:>14,} of {row['limit_value']:,} {row['unit']} held{shadow}"
-    return f"  {row['limit']:<16}{'$%.6f' % (row['spent'] / 1e6):>14} of ${row['cap'] / 1e6:,.2f} spent{shadow}"
+    from ..budget.policy import usd_text
+
+    return f"  {row['limit']:<16}{usd_text(row['spent']):>14} of {usd_text(row['cap'])} spent{shadow}"
 
 
 async def _read(cfg: Config, tenant: str, plan: PlanConfig, key_id: str | None) -> dict[str, Any]:
@@ -73,7 +77,7 @@ async def _read(cfg: Config, tenant: str, plan: PlanConfig, key_id: str | None) 
 
 @budget_app.command("show")
 def show(
-    config: Path = typer.Option(..., "--config", "-c", help="YAML config file"),
+    config: Path = config_option(),
     tenant: str = typer.Option(..., "--tenant", help="a tenant of the config"),
     key_id: Optional[str] = typer.Option(None, "--key", help="a key id, for the plan's per-key limits"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object instead of a table"),

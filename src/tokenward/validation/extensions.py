@@ -31,6 +31,7 @@ from msgspec import UNSET
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form, is_null
+from .plan import feature_hint
 from .result import Findings
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest, VllmCommon, VllmSampling
 from .structured import REGEX_FEATURE, check_schema, check_text_constraint, denied
@@ -80,9 +81,10 @@ def check_extensions(req: Any, plan: PlanConfig, features: frozenset[str], findi
         if value is UNSET or value is None or (type(value) is msgspec.Raw and is_null(value)):
             continue
         if name not in features and (ALL_EXTENSIONS not in features or name in REGEX_STYLE_FIELDS):
+            hint = feature_hint(name, None if name in REGEX_STYLE_FIELDS else ALL_EXTENSIONS)
             if name in STRUCTURED_FIELDS:
-                raise denied(name, f"{name} is not enabled on this plan")
-            raise Refusal(Reason.feature_not_entitled, f"{name} is not enabled on this plan", param=name)
+                raise denied(name, f"{name} is not enabled on this plan{hint}")
+            raise Refusal(Reason.feature_not_entitled, f"{name} is not enabled on this plan{hint}", param=name)
         _bound(name, value, plan, features, findings, vocab_size)
 
 

@@ -27,6 +27,7 @@ from msgspec import UNSET
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form
+from .plan import feature_hint
 from .result import Findings
 from .schemas import JsonObjectFormat, JsonSchemaFormat, NamedToolChoice
 
@@ -75,7 +76,8 @@ def _verdict(raw: bytes, param: str, max_bytes: int, max_depth: int, allow_regex
     if not allow_regex:
         where = _regex_keyword(value)
         if where is not None:
-            return denied(param, f"regular expressions in schemas ({where}) are not enabled on this plan")
+            return denied(param, f"regular expressions in schemas ({where}) are not enabled on this plan"
+                                 + feature_hint(REGEX_FEATURE))
     return None
 
 
@@ -97,7 +99,7 @@ def check_text_constraint(value: str, param: str, plan: PlanConfig, feature: str
                           features: frozenset[str]) -> None:
     """A regex or grammar: only with its feature, and no larger than a schema may be."""
     if feature not in features:
-        raise denied(param, f"{feature} constraints are not enabled on this plan")
+        raise denied(param, f"{feature} constraints are not enabled on this plan{feature_hint(feature)}")
     if len(value) > plan.max_schema_bytes:
         raise Refusal(Reason.invalid_field, f"{param} is longer than {plan.max_schema_bytes} characters",
                       param=param)
@@ -108,7 +110,8 @@ def check_standard(req: Any, plan: PlanConfig, features: frozenset[str], finding
     fmt = req.response_format
     if isinstance(fmt, JsonSchemaFormat):
         if JSON_SCHEMA_FEATURE not in features:
-            raise denied("response_format", "json_schema response formats are not enabled on this plan")
+            raise denied("response_format", "json_schema response formats are not enabled on this plan"
+                         + feature_hint(JSON_SCHEMA_FEATURE))
         if fmt.json_schema.schema is not UNSET:
             check_schema(fmt.json_schema.schema, "response_format.json_schema.schema", plan, features)
         findings.constrained = True
