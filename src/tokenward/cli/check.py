@@ -35,7 +35,6 @@ def verify_config(cfg: Config) -> None:
     _check_screening(cfg)
     _check_cache(cfg)
     _check_jwt(cfg)
-    _check_abuse(cfg)
 
 
 def check_workers(cfg: Config, workers: int) -> None:
@@ -130,16 +129,6 @@ def _check_jwt(cfg: Config) -> None:
         if not issuer.jwks_url.startswith(("https://", "http://")):
             raise ConfigError(f"jwt.issuers[{i}].jwks_url", f"must be http(s)://..., got {issuer.jwks_url!r}")
 
-
-def _check_abuse(cfg: Config) -> None:
-    """The campaign signal's sketches need datasketch (a dependency; said plainly if missing)."""
-    if cfg.abuse is None or not cfg.abuse.campaign.enabled:
-        return
-    try:
-        import datasketch  # noqa: F401
-    except ImportError:
-        raise ConfigError("abuse.campaign.enabled", "needs the datasketch package (pip install datasketch), "
-                          "or set it to false") from None
 
 
 # Plan limits where 0 means "no limit", unlike every other limit, where 0 allows none of it
