@@ -191,7 +191,8 @@ async def test_a_table_from_before_key_limits_gets_their_columns(keystore_url):
     from tokenward.keys.tables import api_keys
 
     old = sa.MetaData()
-    sa.Table("tokenward_api_keys", old, *(c.copy() for c in api_keys.columns
+    sa.Table("tokenward_api_keys", old, *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+                                          for c in api_keys.columns
                                           if c.name not in ("daily_spend_usd", "monthly_spend_usd", "tokens_per_minute")))
     engine = create_async_engine(engine_url(keystore_url))
     async with engine.begin() as conn:
