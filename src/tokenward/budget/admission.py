@@ -22,7 +22,7 @@ import itertools
 import logging
 import os
 import time
-from typing import Any, Callable, Coroutine, NamedTuple
+from typing import Any, Callable, Coroutine
 
 from ..config.key_limits import KeyLimits
 from ..config.schema import Config, PlanConfig
@@ -62,15 +62,6 @@ class Decision:
 
 
 UNAVAILABLE = Decision(reason=Reason.budget_store_unavailable)
-
-
-class _Caller(NamedTuple):
-    """Whose budgets a request draws on: the tenant's plan, and the key's own limits."""
-
-    tenant: str
-    plan: PlanConfig
-    key_id: str | None
-    key_limits: KeyLimits | None
 
 
 class Admitter:
@@ -114,8 +105,8 @@ class Admitter:
         now_ms = self.now_ms()
         rid = self._id_prefix + "%x" % next(self._ids)
         guarded, budgets = self.shared, self.budgets
-        who = _Caller(tenant, plan, key_id, key_limits)
-        parts, calls = self._calls(budgets, who, model, upstream, tokens, cost, rid, now_ms, job)
+        parts, calls = self._calls(budgets, tenant, plan, key_id, key_limits, model, upstream, tokens, cost, rid,
+                                   now_ms, job)
         outcomes = None
         if guarded.now is not None:
             outcomes = list(map(guarded.now.reserve_now, calls))
@@ -139,7 +130,8 @@ class Admitter:
             if not (self.all_open or tier in self.open_tiers) or job is not None:
                 return UNAVAILABLE   # (a job's counters live only in the shared store)
             guarded, budgets = self.local, self.local_budgets
-            parts, calls = self._calls(budgets, who, model, upstream, tokens, cost, rid, now_ms)
+            parts, calls = self._calls(budgets, tenant, plan, key_id, key_limits, model, upstream, tokens, cost, rid,
+                                       now_ms)
             assert guarded.now is not None   # the local store is the memory store: it answers at once
             outcomes = list(map(guarded.now.reserve_now, calls))
         decision, voids = self._decide(guarded, rid, parts, calls, outcomes, now_ms)
@@ -147,11 +139,13 @@ class Admitter:
             await self._settle_calls(guarded, voids)
         return decision
 
-    def _calls(self, budgets: Budgets, who: _Caller, model: str | None, upstream: str | None, tokens: int,
-               cost: int, rid: str, now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
+    def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None,
+               key_limits: KeyLimits | None, model: str | None, upstream: str | None, tokens: int, cost: int,
+               rid: str, now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
+        """The reservation's calls: the tenant's namespace (the plan's limits and the key's
+        own), and the model's capacity when it has one."""
         lease_until = now_ms + self.lease_ms
-        tenant, plan = who.tenant, who.plan
-        budget = budgets.tenant(tenant, plan, who.key_id, now_ms, who.key_limits)
+        budget = budgets.tenant(tenant, plan, key_id, now_ms, key_limits)
         if job is not None:
             budget = job.joined(budget)
         if tenant not in self._configured and len(self._seen) < 10_000:

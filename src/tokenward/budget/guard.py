@@ -97,7 +97,7 @@ class StoreHealth:
     def answered(self) -> None:
         if not self.up:
             self.up = True
-            log.warning("budget store answering again after %.1f s down", self._clock() - self._down_since)
+            log.info("budget store answering again after %.1f s down", self._clock() - self._down_since)
 
     def failed(self, why: BaseException | str) -> None:
         if self.up:
