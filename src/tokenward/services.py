@@ -13,6 +13,7 @@ A test builds a gateway with its own clock and stages through the same construct
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import time
@@ -127,10 +128,24 @@ class Services:
         admitter, health = self.budget, self.health
         if admitter is None or health is None:
             return
-        store = admitter.shared.store
-        if hasattr(store, "open_reservations") and admitter.shared.breaker is not None:
+        shared = admitter.shared
+        if hasattr(shared.store, "open_reservations") and shared.breaker is not None:
             key = f"{self.config.store.key_prefix}:readyz"
-            health.add_store("budget_store", lambda: store.open_reservations(key))
+
+            async def probe() -> int:
+                # its outcome moves tokenward_budget_store_up too (budget/guard.py StoreHealth)
+                try:
+                    answer = await shared.store.open_reservations(key)
+                except asyncio.CancelledError:   # /readyz's deadline passed (upstream/health.py)
+                    shared.health.failed("no answer to /readyz's probe in time")
+                    raise
+                except Exception as exc:
+                    shared.health.failed(exc)
+                    raise
+                shared.health.answered()
+                return answer
+
+            health.add_store("budget_store", probe)
 
     async def stop(self) -> None:
         self.ready = False

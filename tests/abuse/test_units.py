@@ -74,3 +74,21 @@ def test_the_policy_reads_each_subject_by_its_rules():
     config = AbuseConfig(shadow=False, rules=RULES)
     assert [p.rule.name for p in propose(config, "tenant", "acme", None, {"campaign_keys": 25.0})] == ["look"]
     assert propose(config, "key", "acme", "k", {"campaign_keys": 25.0}) == []
+
+
+def test_the_minhash_agrees_on_a_lane_as_often_as_the_shingle_sets_overlap():
+    """The sketch's one promise: two prompts agree on a lane with probability equal to the
+    Jaccard similarity of their shingle sets (here 1/3 and 3/5), averaged over many secrets
+    (each secret is a fresh family of hash functions), however few shingles a prompt has."""
+    config = CampaignConfig(shingle_words=1, min_chars=1)
+    words = [f"w{i}" for i in range(40)]
+    # the last: six shingles in 64 bins, nearly every bin filled by densification
+    cases = {1 / 3: (words[:20], words[10:30]), 3 / 5: (words[:32], words[8:40]), 1 / 2: (words[:6], words[2:8])}
+    for jaccard, (left, right) in cases.items():
+        agree = lanes = 0
+        for seed in range(100):
+            sketcher = Sketcher(seed.to_bytes(4, "little") * 8, config)
+            a, b = sketcher.signature([" ".join(left)]), sketcher.signature([" ".join(right)])
+            agree += sum(x == y for x, y in zip(a, b))
+            lanes += len(a)
+        assert abs(agree / lanes - jaccard) < 0.03, (jaccard, agree / lanes)

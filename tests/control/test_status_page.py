@@ -99,3 +99,29 @@ async def test_status_page_needs_the_admin_credential(tmp_path, backend):
         resp = await gw.client.get("/admin/status", auth=("ops", ADMIN_TOKEN))
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/html")
         assert "nonce-" in resp.headers["content-security-policy"]
+
+
+async def test_status_page_refreshes_when_opened_with_credentials_in_its_url(tmp_path, backend, chromium):
+    """``http://ops:TOKEN@host/admin/status``: fetch refuses a URL with credentials, and a
+    relative one resolves against the page's own (credentialed) URL; the page builds its
+    refresh URL from ``location.origin`` instead, so the refresh keeps working."""
+    from playwright.async_api import async_playwright
+
+    async with gateway(write_config(tmp_path, backend.port)) as gw:
+        url = gw.url.replace("http://", f"http://ops:{ADMIN_TOKEN}@") + "/admin/status"
+        async with async_playwright() as pw:
+            browser = await pw.chromium.launch(executable_path=chromium, args=ARGS)
+            try:
+                page = await (await browser.new_context()).new_page()
+                resp = await page.goto(url)
+                assert resp.status == 200
+                stamp = page.locator("#updated")
+                first = await stamp.inner_text()
+                deadline = time.monotonic() + 6
+                while (text := await stamp.inner_text()) == first:
+                    assert time.monotonic() < deadline, "the page never refreshed"
+                    await asyncio.sleep(0.2)
+                assert "update failed" not in text, text
+                assert await page.locator("section.tenant").count() >= 1
+            finally:
+                await browser.close()

@@ -273,3 +273,30 @@ async def test_a_dialect_request_runs_in_an_agent_job(running):
     assert state["attempts"] == 2
     used = first.usage.total_tokens + second.usage.input_tokens + second.usage.output_tokens
     assert state["spent_tokens"] == used and state["reserved_tokens"] == 0
+
+
+async def test_stream_usage_is_what_was_charged_and_the_bound_what_was_used(tmp_path):
+    """As the clients read them: a translated Messages stream's ``message_start`` carries the
+    gateway's count of the prompt and its ``message_delta`` the figures the request was
+    charged (here counted by the gateway: the backend reports none); a Responses object
+    echoes the output bound the gateway used (clamped to the plan's 512)."""
+    async with dialect_gateway(tmp_path) as (backend, gw):
+        async with anthropic_client(gw, **{"x-mock-no-usage": "1", "x-mock-tokens": "7"}) as sdk:
+            async with sdk.messages.stream(model=MODEL, max_tokens=50,
+                                           messages=[{"role": "user", "content": "hello"}]) as events:
+                started = None
+                async for event in events:
+                    if event.type == "message_start":
+                        started = event.message.usage.input_tokens
+                final = await events.get_final_message()
+        record = gw.decisions()[-1]
+        charged = record["usage"]["completion_tokens"]
+        assert record["usage"]["source"] == "counted" and charged >= 7
+        assert final.usage.output_tokens == charged and started == record["notes"]["budget"]["estimated_input"]
+        sdk_oai = openai_client(gw)
+        answer = await sdk_oai.responses.create(model=MODEL, input="hello", max_output_tokens=4000)
+        assert answer.max_output_tokens == 512
+        async with sdk_oai.responses.stream(model=MODEL, input="hello", max_output_tokens=4000) as stream:
+            done = await stream.get_final_response()
+        assert done.max_output_tokens == 512 and done.usage.output_tokens == gw.decisions()[-1]["usage"][
+            "completion_tokens"]

@@ -178,3 +178,35 @@ def test_key_format():
     for bad in ("", "tw_", plaintext[:-1], plaintext + "x", "xx" + plaintext[2:], plaintext.replace("_", "-", 2)):
         assert keyformat.parse_key(bad) is None
     assert len({keyformat.new_key()[0] for _ in range(200)}) == 200
+
+
+async def test_a_table_from_before_key_limits_gets_their_columns(keystore_url):
+    """A key store made by an earlier version (no per-key limit columns) opens, gains the
+    columns, keeps its keys (read with no limits of their own), and stores new keys' limits;
+    a second open (another replica) finds nothing left to add."""
+    import sqlalchemy as sa
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from tokenward.config.key_limits import KeyLimits
+    from tokenward.keys.tables import api_keys
+
+    old = sa.MetaData()
+    sa.Table("tokenward_api_keys", old, *(sa.Column(c.name, c.type, primary_key=c.primary_key, nullable=c.nullable)
+                                          for c in api_keys.columns
+                                          if c.name not in ("daily_spend_usd", "monthly_spend_usd", "tokens_per_minute")))
+    engine = create_async_engine(engine_url(keystore_url))
+    async with engine.begin() as conn:
+        await conn.run_sync(old.create_all)
+        await conn.execute(sa.text("INSERT INTO tokenward_api_keys (id, tenant, secret_hash, status, created_at) "
+                                   "VALUES ('oldkey', 'acme', 'ab', 'active', 1.0)"))
+    await engine.dispose()
+    for _ in range(2):
+        store = await open_keystore(keystore_url)
+        try:
+            assert (await store.get("oldkey")).limits() is None
+            _, record = await store.create("acme", limits=KeyLimits(daily_spend_usd=2.5, tokens_per_minute=700))
+            again = await store.get(record.id)
+            assert again.limits() == KeyLimits(daily_spend_usd=2.5, tokens_per_minute=700)
+            assert again.public(time.time())["tokens_per_minute"] == 700
+        finally:
+            await store.close()

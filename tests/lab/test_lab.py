@@ -108,7 +108,7 @@ def test_a_missing_matplotlib_says_how_to_install_it(tmp_path):
             f"{str(tmp_path)!r}]; from tokenward.cli.main import main; main()")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
-    assert "pip install 'tokenward[lab]'" in done.stderr
+    assert "pip install -e '.[lab]'" in done.stderr     # from a clone; from the index: tokenward[lab]
 
 
 def test_an_unknown_scenario_is_named(tmp_path):

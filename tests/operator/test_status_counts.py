@@ -32,5 +32,6 @@ async def test_status_counts_screening_per_tenant_and_shows_small_spend(tmp_path
         assert 0 < spend["used"] < 0.01
         html = (await gw.client.get("/admin/status", headers=ADMIN)).text
         shown = f"{spend['used']:.6f}".rstrip("0")
-        assert f"</span> {shown} of 5.0 USD" in html   # was "0.00 of 5.0 USD"
+        # as `tokenward budget show` writes it (budget/policy.py usd_text); was "0.00 of 5.0 USD"
+        assert f"</span> ${shown} of $5.00" in html
         assert "Screening outcomes, last 5 min (this replica)" in html

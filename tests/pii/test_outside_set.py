@@ -71,7 +71,8 @@ def test_a_rebuild_gives_the_committed_files() -> None:
 
     cache = Path.home() / ".cache" / "tokenward-eval"
     if not all(list(cache.glob(f"{name.replace('-', '_')}-{version}-*.whl")) for name, (version, _, _) in PINS.items()):
-        pytest.skip("the pinned wheels are not in ~/.cache/tokenward-eval (build_pii.py downloads them)")
+        pytest.fail("the pinned wheels are not in ~/.cache/tokenward-eval: run scripts/test.sh, which downloads "
+                    "them (python3 bench/eval_sets/build_pii.py --fetch)")
     done = subprocess.run([sys.executable, str(ROOT / "bench/eval_sets/build_pii.py"), "--check"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

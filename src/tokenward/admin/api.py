@@ -1,7 +1,8 @@
 """Key lifecycle over HTTP, the same operations as ``tokenward keys``.
 
     GET  /admin/keys[?tenant=T]            list keys (never secrets or hashes)
-    POST /admin/keys                       {tenant, name?, models?, environments?, expires_in?, reason?, reviewer?}
+    POST /admin/keys                       {tenant, name?, models?, environments?, expires_in?, reason?, reviewer?,
+                                            daily_spend_usd?, monthly_spend_usd?, tokens_per_minute?}
                                            -> 201 {"key": <plaintext, shown once>, ...record}
     GET  /admin/keys/{id}                  one key; {id} is a key id or a whole key
     POST /admin/keys/{id}/revoke           {reason, reviewer?}
@@ -31,6 +32,7 @@ from urllib.parse import parse_qs
 
 import msgspec
 
+from ..config.key_limits import KeyLimits, key_limits
 from ..config.schema import Config
 from ..errors import Reason, Refusal, envelope
 from ..http.asgi import Receive, Scope, Send
@@ -106,6 +108,14 @@ def _duration(body: dict[str, Any], name: str, required: bool) -> float | None:
     except ValueError as exc:
         raise _refusal(Reason.invalid_field, str(exc), name) from None
     raise _refusal(Reason.invalid_field, f"{name} must be a duration like \"1h\" or seconds", name)
+
+
+def _limits(body: dict[str, Any]) -> KeyLimits | None:
+    """The key's own limits (``daily_spend_usd``, ``monthly_spend_usd``, ``tokens_per_minute``)."""
+    try:
+        return key_limits(body)
+    except ValueError as exc:
+        raise _refusal(Reason.invalid_field, str(exc), str(exc).split(" ", 1)[0]) from None
 
 
 class AdminApi:
@@ -218,15 +228,17 @@ class AdminApi:
         models = _names(body, "models")
         environments = _names(body, "environments")
         expires_in = _duration(body, "expires_in", required=False)
+        limits = _limits(body)
         try:
-            check_new_key(self._config, tenant, models)
+            check_new_key(self._config, tenant, models, limits)
         except KeyStoreError as exc:
-            raise _refusal(Reason.invalid_field, str(exc), "models" if tenant in self._config.tenants else "tenant")
+            param = "tenant" if tenant not in self._config.tenants else "limits" if "limits" in str(exc) else "models"
+            raise _refusal(Reason.invalid_field, str(exc), param)
         now = self._clock()
         plaintext, record = await self.keys.create(
             tenant, name=_text(body, "name"), models=models, environments=environments,
             expires_at=now + expires_in if expires_in is not None else None,
-            reason=_text(body, "reason"), reviewer=_text(body, "reviewer") or "admin-api")
+            reason=_text(body, "reason"), reviewer=_text(body, "reviewer") or "admin-api", limits=limits)
         return _encode({"key": plaintext, **record.public(now)})
 
     async def _change(self, action: str, ident: str, body: dict[str, Any]) -> bytes:

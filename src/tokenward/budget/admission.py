@@ -24,6 +24,7 @@ import os
 import time
 from typing import Any, Callable, Coroutine
 
+from ..config.key_limits import KeyLimits
 from ..config.schema import Config, PlanConfig
 from ..errors import Reason
 from . import policy
@@ -97,12 +98,15 @@ class Admitter:
         return int(self._clock() * 1000)
 
     async def reserve(self, tenant: str, tier: str, plan: PlanConfig, key_id: str | None, model: str | None,
-                      upstream: str | None, tokens: int, cost: int, job: Any = None) -> Decision:
-        """``job``: the request's agent job (jobs.terms.JobBudgets), reserved in the same step."""
+                      upstream: str | None, tokens: int, cost: int, job: Any = None,
+                      key_limits: KeyLimits | None = None) -> Decision:
+        """``job``: the request's agent job (jobs.terms.JobBudgets), reserved in the same step;
+        ``key_limits``: the key's own limits, checks of the same atomic call as the plan's."""
         now_ms = self.now_ms()
         rid = self._id_prefix + "%x" % next(self._ids)
         guarded, budgets = self.shared, self.budgets
-        parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms, job)
+        parts, calls = self._calls(budgets, tenant, plan, key_id, key_limits, model, upstream, tokens, cost, rid,
+                                   now_ms, job)
         outcomes = None
         if guarded.now is not None:
             outcomes = list(map(guarded.now.reserve_now, calls))
@@ -126,7 +130,8 @@ class Admitter:
             if not (self.all_open or tier in self.open_tiers) or job is not None:
                 return UNAVAILABLE   # (a job's counters live only in the shared store)
             guarded, budgets = self.local, self.local_budgets
-            parts, calls = self._calls(budgets, tenant, plan, key_id, model, upstream, tokens, cost, rid, now_ms)
+            parts, calls = self._calls(budgets, tenant, plan, key_id, key_limits, model, upstream, tokens, cost, rid,
+                                       now_ms)
             assert guarded.now is not None   # the local store is the memory store: it answers at once
             outcomes = list(map(guarded.now.reserve_now, calls))
         decision, voids = self._decide(guarded, rid, parts, calls, outcomes, now_ms)
@@ -134,11 +139,13 @@ class Admitter:
             await self._settle_calls(guarded, voids)
         return decision
 
-    def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None, model: str | None,
-               upstream: str | None, tokens: int, cost: int, rid: str,
-               now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
+    def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None,
+               key_limits: KeyLimits | None, model: str | None, upstream: str | None, tokens: int, cost: int,
+               rid: str, now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:
+        """The reservation's calls: the tenant's namespace (the plan's limits and the key's
+        own), and the model's capacity when it has one."""
         lease_until = now_ms + self.lease_ms
-        budget = budgets.tenant(tenant, plan, key_id, now_ms)
+        budget = budgets.tenant(tenant, plan, key_id, now_ms, key_limits)
         if job is not None:
             budget = job.joined(budget)
         if tenant not in self._configured and len(self._seen) < 10_000:

@@ -19,8 +19,11 @@ at most four probes a second, one call each, at a store that is down.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Callable
+
+log = logging.getLogger("tokenward.budget")
 
 FAILURES = 5
 
@@ -75,3 +78,31 @@ class Breaker:
         self.down = True
         self._probing = False
         self._retry_at = self._clock() + self._backoff
+
+
+class StoreHealth:
+    """Whether the shared budget store answered its last call, for ``tokenward_budget_store_up``
+    and the two log lines an operator looks for: one when it stops answering, one when it is
+    back (not one per failed call). Every call through ``Guarded`` reports here, and so does
+    /readyz's probe. The breaker above decides what to refuse; this only tells the truth."""
+
+    __slots__ = ("up", "_clock", "_down_since", "downs")
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self.up = True
+        self._clock = clock
+        self._down_since = 0.0
+        self.downs = 0          # how many times it went down
+
+    def answered(self) -> None:
+        if not self.up:
+            self.up = True
+            log.info("budget store answering again after %.1f s down", self._clock() - self._down_since)
+
+    def failed(self, why: BaseException | str) -> None:
+        if self.up:
+            self.up = False
+            self.downs += 1
+            self._down_since = self._clock()
+            log.warning("budget store down (%s): requests fail closed (budget_store_unavailable) until it "
+                        "answers, except tiers configured to fail open", why)

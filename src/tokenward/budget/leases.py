@@ -22,7 +22,7 @@ import logging
 from collections import defaultdict
 from typing import Any, Awaitable, Callable, TypeVar
 
-from .guard import Breaker
+from .guard import Breaker, StoreHealth
 from .reconcile import Reconciler
 from .store import BudgetStore, ImmediateStore, Layout, LeaseRenewal, SettleCall, StoreUnavailable
 
@@ -45,11 +45,12 @@ class Ticket:
 class Guarded:
     """A store and its breaker (None for a store that cannot fail: the memory store)."""
 
-    __slots__ = ("store", "breaker", "now")
+    __slots__ = ("store", "breaker", "now", "health")
 
     def __init__(self, store: BudgetStore, breaker: Breaker | None) -> None:
         self.store = store
         self.breaker = breaker
+        self.health = StoreHealth()   # every call's outcome (the breaker opens only after several)
         # A store that answers without awaiting (the memory store) is called directly: the
         # same atomic step, without a coroutine per call on the hot path.
         self.now = store if breaker is None and isinstance(store, ImmediateStore) else None
@@ -76,8 +77,11 @@ class Guarded:
     def succeeded(self) -> None:
         if self.breaker is not None:
             self.breaker.success()
+            if not self.health.up:
+                self.health.answered()
 
     def failed(self, exc: StoreUnavailable) -> None:
+        self.health.failed(exc)
         if self.breaker is not None:
             if getattr(exc, "node_local", False):
                 self.breaker.abandon()   # one cluster node: it has a breaker of its own

@@ -8,7 +8,13 @@ up instead of building it.
 
 Limit names (also the names ``plan.shadow`` takes): ``spend_daily``, ``spend_monthly``,
 ``streams``, ``inflight``, ``tokens``, ``cost``, ``requests``, ``key_tokens``,
-``key_requests``, and for service capacity ``capacity``.
+``key_requests``, ``key_spend_daily``, ``key_spend_monthly``, and for service capacity
+``capacity``.
+
+A key's own limits (``KeyLimits``, set when the key was created) are checks of the same
+layout, under the key's id in the tenant's namespace: one reservation, one atomic script
+call, draws on the plan's limits and the key's together. ``key_tokens`` is the lower of the
+plan's ``key_tokens_per_minute`` and the key's own ``tokens_per_minute``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import operator
 import re
 from typing import Callable, NamedTuple
 
+from ..config.key_limits import KeyLimits
 from ..config.schema import CapacityConfig, Config, PlanConfig
 from ..config.loader import check_capacity
 from ..errors import Reason
@@ -28,6 +35,7 @@ from .store import Layout
 
 REASONS: dict[str, Reason] = {
     "spend_daily": Reason.spend_cap, "spend_monthly": Reason.spend_cap,
+    "key_spend_daily": Reason.spend_cap, "key_spend_monthly": Reason.spend_cap,
     "streams": Reason.concurrency_limit, "inflight": Reason.concurrency_limit,
     "tokens": Reason.token_budget, "cost": Reason.token_budget, "key_tokens": Reason.token_budget,
     "requests": Reason.rate_limited, "key_requests": Reason.rate_limited,
@@ -75,16 +83,33 @@ def _rate(name: str, suffix: str, unit: str, per_minute: int) -> _Spec:
     return _Spec(name, suffix, BUCKET, unit, per_minute * SCALE, per_minute)
 
 
-def tenant_specs(plan: PlanConfig, key_id: str | None, periods: policy.Periods, fraction: float = 1.0) -> list[_Spec]:
-    """The plan's limits in reservation order: terminal ones first, so the reason names them."""
+def _spend(name: str, suffix: str, usd: float, expires_ms: int, fraction: float) -> _Spec:
+    return _Spec(name, suffix, SPEND, COST, _scaled(policy.micro_usd(usd), fraction), expires_ms)
+
+
+def _lowest(*limits: int | None) -> int | None:
+    given = [limit for limit in limits if limit is not None]
+    return min(given) if given else None
+
+
+def tenant_specs(plan: PlanConfig, key_id: str | None, periods: policy.Periods, fraction: float = 1.0,
+                 key_limits: KeyLimits | None = None) -> list[_Spec]:
+    """The plan's limits, and the key's own, in reservation order: terminal ones first, so
+    the reason names them."""
     f = fraction
     specs: list[_Spec] = []
     if plan.daily_spend_usd is not None:
-        specs.append(_Spec("spend_daily", f"s:d:{periods.day}", SPEND, COST,
-                           _scaled(policy.micro_usd(plan.daily_spend_usd), f), periods.day_expires_ms))
+        specs.append(_spend("spend_daily", f"s:d:{periods.day}", plan.daily_spend_usd, periods.day_expires_ms, f))
     if plan.monthly_spend_usd is not None:
-        specs.append(_Spec("spend_monthly", f"s:m:{periods.month}", SPEND, COST,
-                           _scaled(policy.micro_usd(plan.monthly_spend_usd), f), periods.month_expires_ms))
+        specs.append(_spend("spend_monthly", f"s:m:{periods.month}", plan.monthly_spend_usd,
+                            periods.month_expires_ms, f))
+    own = key_limits if key_id is not None else None
+    if own is not None and own.daily_spend_usd is not None:
+        specs.append(_spend("key_spend_daily", f"k:{safe(key_id or '')}:s:d:{periods.day}", own.daily_spend_usd,
+                            periods.day_expires_ms, f))
+    if own is not None and own.monthly_spend_usd is not None:
+        specs.append(_spend("key_spend_monthly", f"k:{safe(key_id or '')}:s:m:{periods.month}", own.monthly_spend_usd,
+                            periods.month_expires_ms, f))
     if plan.max_concurrent_streams > 0:
         specs.append(_Spec("streams", "g:streams", GAUGE, SLOT, _scaled(plan.max_concurrent_streams, f), 0))
     if plan.max_inflight_tokens is not None:
@@ -95,8 +120,9 @@ def tenant_specs(plan: PlanConfig, key_id: str | None, periods: policy.Periods, 
         specs.append(_rate("cost", "b:cost", COST, _scaled(policy.micro_usd(plan.spend_per_minute_usd), f)))
     if plan.requests_per_minute > 0:
         specs.append(_rate("requests", "b:requests", REQUEST, _scaled(plan.requests_per_minute, f)))
-    if key_id is not None and plan.key_tokens_per_minute is not None:
-        specs.append(_rate("key_tokens", f"k:{safe(key_id)}:b:tokens", TOKENS, _scaled(plan.key_tokens_per_minute, f)))
+    key_tokens = _lowest(plan.key_tokens_per_minute, own.tokens_per_minute if own is not None else None)
+    if key_id is not None and key_tokens is not None:
+        specs.append(_rate("key_tokens", f"k:{safe(key_id)}:b:tokens", TOKENS, _scaled(key_tokens, f)))
     if key_id is not None and plan.key_requests_per_minute is not None:
         specs.append(_rate("key_requests", f"k:{safe(key_id)}:b:requests", REQUEST,
                            _scaled(plan.key_requests_per_minute, f)))
@@ -168,14 +194,16 @@ class Budgets:
     def __init__(self, config: Config, fraction: float = 1.0) -> None:
         self.prefix = config.store.key_prefix
         self.fraction = fraction
-        self._tenants: dict[tuple[str, str | None], TenantBudget] = {}
+        self._tenants: dict[tuple[str, str | None, KeyLimits | None], TenantBudget] = {}
         self._capacity = _capacity_table(config)
         self._capacity_budgets: dict[tuple[str, str], TenantBudget | None] = {}
         self.has_capacity = bool(self._capacity)
 
-    def tenant(self, tenant: str, plan: PlanConfig, key_id: str | None, now_ms: int) -> TenantBudget:
-        per_key = plan.key_tokens_per_minute is not None or plan.key_requests_per_minute is not None
-        cache_key = (tenant, key_id if per_key else None)
+    def tenant(self, tenant: str, plan: PlanConfig, key_id: str | None, now_ms: int,
+               key_limits: KeyLimits | None = None) -> TenantBudget:
+        per_key = (plan.key_tokens_per_minute is not None or plan.key_requests_per_minute is not None
+                   or key_limits is not None)
+        cache_key = (tenant, key_id if per_key else None, key_limits)
         budget = self._tenants.get(cache_key)
         day_number = now_ms // policy.DAY_MS
         if budget is not None and budget.day_number == day_number and (budget.plan is plan or budget.plan == plan):
@@ -183,7 +211,7 @@ class Budgets:
         day = str(day_number)
         if len(self._tenants) > 50_000:
             self._tenants.clear()  # bounded: a key-id flood cannot grow it without end
-        specs = tenant_specs(plan, cache_key[1], policy.periods(now_ms), self.fraction)
+        specs = tenant_specs(plan, cache_key[1], policy.periods(now_ms), self.fraction, key_limits)
         budget = TenantBudget(tenant_namespace(self.prefix, tenant), specs, plan.shadow, day, plan)
         self._tenants[cache_key] = budget
         return budget

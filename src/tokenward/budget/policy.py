@@ -372,6 +372,15 @@ def micro_usd(usd: float) -> int:
     return round(usd * 1_000_000)
 
 
+def usd_text(micro: int) -> str:
+    """A spend or cap in micro-USD as every page shows it: ``$50.00``, ``$1,234.50``, and a
+    fraction of a cent to the micro-dollar (``$0.000033``, never ``$0.00``)."""
+    sign = "-" if micro < 0 else ""
+    whole, rest = divmod(abs(micro), 1_000_000)
+    fraction = f"{rest:06d}".rstrip("0").ljust(2, "0")
+    return f"{sign}${whole:,}.{fraction}"
+
+
 class Prices(NamedTuple):
     """A model's prices in nano-USD per token (per-million USD x 1000), integers."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Mapping
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingExtra
 from ..config.schema import Config
 
 if TYPE_CHECKING:
@@ -35,7 +35,6 @@ def verify_config(cfg: Config) -> None:
     _check_screening(cfg)
     _check_cache(cfg)
     _check_jwt(cfg)
-    _check_abuse(cfg)
 
 
 def check_workers(cfg: Config, workers: int) -> None:
@@ -103,11 +102,18 @@ def _check_stores(cfg: Config) -> None:
 
 
 def _check_screening(cfg: Config) -> None:
+    """Each policy's detectors load, as start-up loads them; a policy no plan uses may name an
+    extra that is not installed (``screening_warnings`` says so), as start-up allows."""
     from ..stages.s70_screen import CompiledPolicy
 
+    used: set[object] = {plan.screening for plan in cfg.plans.values()}
+    used |= {t.overrides.get("screening") for t in cfg.tenants.values() if isinstance(t.overrides, dict)}
     for name, policy in cfg.screening.policies.items():
         try:
             CompiledPolicy(name, policy)   # loads each detector, as start-up does
+        except MissingExtra:
+            if name in used:
+                raise
         except ConfigError:
             raise
         except Exception as exc:  # a python:module:factory detector may fail any way
@@ -130,16 +136,6 @@ def _check_jwt(cfg: Config) -> None:
         if not issuer.jwks_url.startswith(("https://", "http://")):
             raise ConfigError(f"jwt.issuers[{i}].jwks_url", f"must be http(s)://..., got {issuer.jwks_url!r}")
 
-
-def _check_abuse(cfg: Config) -> None:
-    """The campaign signal's sketches need datasketch (a dependency; said plainly if missing)."""
-    if cfg.abuse is None or not cfg.abuse.campaign.enabled:
-        return
-    try:
-        import datasketch  # noqa: F401
-    except ImportError:
-        raise ConfigError("abuse.campaign.enabled", "needs the datasketch package (pip install datasketch), "
-                          "or set it to false") from None
 
 
 # Plan limits where 0 means "no limit", unlike every other limit, where 0 allows none of it

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from typing import Any
+from urllib.error import HTTPError
 
 from ..config.schema import Config, UpstreamConfig
 from ..config.stores import Store, failure, redact_url, stores_of
@@ -39,24 +40,25 @@ async def _check(cfg: Config) -> bool:
 
 
 async def _jwks(url: str) -> tuple[str | None, str]:
-    """(failure, success line) of one identity provider's key set."""
-    import httpx
-
+    """(failure, success line) of one identity provider's key set, fetched as the gateway
+    fetches it (identity/jwks.py)."""
     from ..config.stores import why
+    from ..identity.jwks import fetch_jwks
 
     where = f"identity provider's key set at {redact_url(url)}"
     try:
-        async with httpx.AsyncClient(timeout=_TIMEOUT_S) as client:
-            reply = await client.get(url)
-        keys = reply.json().get("keys") if reply.status_code == 200 else None
-    except httpx.TimeoutException:
+        document = await asyncio.wait_for(fetch_jwks(url, _TIMEOUT_S), _TIMEOUT_S + 1)
+    except (asyncio.TimeoutError, TimeoutError):
         return f"cannot reach the {where}: no answer within {_TIMEOUT_S:g} s", ""
-    except httpx.HTTPError as exc:
-        return f"cannot reach the {where}: {why(exc)}", ""
-    except ValueError:
-        keys = None
+    except HTTPError as exc:
+        return f"the {where} answered {exc.code} without a JSON key set", ""
+    except ValueError:   # not JSON, or too large
+        document = None
+    except Exception as exc:  # URLError, OSError, ssl errors: one line, never a traceback
+        return f"cannot reach the {where}: {why(getattr(exc, 'reason', exc))}", ""
+    keys = document.get("keys") if isinstance(document, dict) else None
     if not isinstance(keys, list):
-        return f"the {where} answered {reply.status_code} without a JSON key set", ""
+        return f"the {where} answered without a JSON key set", ""
     return None, f"{where}: ok ({len(keys)} keys)"
 
 
@@ -77,22 +79,26 @@ async def _upstream(name: str, up: UpstreamConfig) -> tuple[str | None, str]:
         return None, f"upstream {name}: the built-in mock, started by serve"
     if not up.health_path:
         return None, f"{where}: not probed (health_path: null)"
-    import httpx
-
     from ..config.stores import why
-    from ..upstream.targets import auth_headers
+    from ..upstream.client import UpstreamError, UpstreamTimeout
+    from ..upstream.targets import auth_headers, pool_for
 
-    headers = {k.decode(): v.decode() for k, v in auth_headers(name, up)}
-    url = up.base_url.rstrip("/") + up.health_path
+    timeout = min(up.connect_timeout_s, _TIMEOUT_S)
+    pool = pool_for(name, up, up.base_url)   # what serve sends requests and /readyz probes through
     try:
-        async with httpx.AsyncClient(timeout=min(up.connect_timeout_s, _TIMEOUT_S), verify=up.tls_verify) as client:
-            reply = await client.get(url, headers=headers)
-    except httpx.TimeoutException:
-        return f"cannot reach the {where}: no answer within {min(up.connect_timeout_s, _TIMEOUT_S):g} s", ""
-    except httpx.HTTPError as exc:
-        return f"cannot reach the {where}: {why(exc)}", ""
-    if not 200 <= reply.status_code < 300:
-        return f"the {where} answered {reply.status_code} to GET {up.health_path}", ""
+        reply = await pool.request("GET", up.health_path, auth_headers(name, up), b"", timeout=timeout)
+        try:
+            await reply.read(timeout=timeout)
+        finally:
+            reply.abort()
+    except UpstreamTimeout:
+        return f"cannot reach the {where}: no answer within {timeout:g} s", ""
+    except UpstreamError as exc:
+        return f"cannot reach the {where}: {why(exc.__cause__ or exc)}", ""
+    finally:
+        await pool.aclose()
+    if not 200 <= reply.status < 300:
+        return f"the {where} answered {reply.status} to GET {up.health_path}", ""
     return None, f"{where}: ok"
 
 

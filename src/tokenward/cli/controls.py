@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, TypeVar
 
 import typer
 
+from .options import config_option
 from .keys import _config, _fail, _key_id, _print_json_lines, _redact, _reviewer, _seconds
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ tenants_app = typer.Typer(no_args_is_help=True, add_completion=False,
 abuse_app = typer.Typer(no_args_is_help=True, add_completion=False,
                         help="Abuse actions: apply, reinstate (with the appeal outcome), exempt (audited).")
 
-_CONFIG = typer.Option(..., "--config", "-c", envvar="TOKENWARD_CONFIG", help="the gateway's YAML config")
+_CONFIG = config_option("the gateway's YAML config (default: $TOKENWARD_CONFIG)")
 _REASON = typer.Option(..., "--reason", help="why (recorded in the audit trail)")
 _REVIEWER = typer.Option(None, "--reviewer", help="who decided it (default: the current user)")
 _TENANT = typer.Option(None, "--tenant", help="the tenant as a whole (instead of a key)")
@@ -153,6 +154,11 @@ def controls(tenant: Optional[str] = typer.Argument(None, metavar="[T]"), config
     rows = [c.public(now) for c in _run(config, action)]
     if as_json:
         _print_json_lines(rows)
+        return
+    if not rows:
+        scope = f" for tenant {tenant}" if tenant is not None else ""
+        print(f"no controls{scope} {'recorded' if history else 'in force'} "
+              "(no abuse actions, pauses or exemptions)")
         return
     for row in rows:
         what = row["kind"] + (f" {row['capability']}" if row["capability"] else "") + (" (shadow)" if row["shadow"] else "")

@@ -1,6 +1,7 @@
 """``tokenward keys ...``: the key lifecycle from the command line.
 
     keys create --config F --tenant T [--name N] [--models a,b] [--expires-in 30d]
+                [--daily-spend-usd X] [--monthly-spend-usd X] [--tokens-per-minute N]
     keys list --config F [--tenant T] [--json]
     keys revoke ID --config F --reason R [--reviewer W]
     keys suspend ID --for 1h --config F --reason R [--reviewer W]
@@ -24,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, TypeVar
 import typer
 
 from ..config.stores import Store, failure, redact_url
+from .options import config_option
 
 if TYPE_CHECKING:
     from ..config.schema import Config
@@ -35,7 +37,7 @@ T = TypeVar("T")
 keys_app = typer.Typer(no_args_is_help=True, add_completion=False,
                        help="Create, list, revoke, suspend and reinstate API keys (each change is audited).")
 
-_CONFIG = typer.Option(..., "--config", "-c", help="YAML config file")
+_CONFIG = config_option()
 _REASON = typer.Option(..., "--reason", help="why (recorded in the audit trail)")
 _REVIEWER = typer.Option(None, "--reviewer", help="who approved it (default: the current user)")
 
@@ -138,19 +140,32 @@ def create(
         None, "--environments", help="environments, comma-separated or the option repeated"),
     reason: Optional[str] = typer.Option(None, "--reason", help="recorded in the audit trail"),
     reviewer: Optional[str] = _REVIEWER,
+    daily_spend_usd: Optional[float] = typer.Option(
+        None, "--daily-spend-usd", help="the key's own spend cap per UTC day, below its plan's"),
+    monthly_spend_usd: Optional[float] = typer.Option(
+        None, "--monthly-spend-usd", help="the key's own spend cap per UTC month, below its plan's"),
+    tokens_per_minute: Optional[int] = typer.Option(
+        None, "--tokens-per-minute", help="the key's own token rate, below its plan's"),
 ) -> None:
-    """Create a key; prints the key once (the only line on stdout). Only its hash is stored."""
+    """Create a key; prints the key once (the only line on stdout). Only its hash is stored.
+    A key's own limits are drawn on with its plan's, in the same atomic reservation."""
+    from ..config.key_limits import key_limits
     from ..keys.service import check_new_key
 
     model_list = _listed(models)
     env_list = _listed(environments) or None
     ttl = _seconds(expires_in, "--expires-in") if expires_in else None
+    try:
+        limits = key_limits({"daily_spend_usd": daily_spend_usd, "monthly_spend_usd": monthly_spend_usd,
+                             "tokens_per_minute": tokens_per_minute})
+    except ValueError as exc:
+        raise _fail("--" + str(exc).replace("_", "-", 2), 2) from None
 
     async def action(keys: KeyService, cfg: Config) -> tuple[str, KeyRecord]:
-        check_new_key(cfg, tenant, model_list)
+        check_new_key(cfg, tenant, model_list, limits)
         expires_at = time.time() + ttl if ttl is not None else None
         return await keys.create(tenant, name=name, models=model_list, environments=env_list,
-                                 expires_at=expires_at, reason=reason, reviewer=_reviewer(reviewer))
+                                 expires_at=expires_at, reason=reason, reviewer=_reviewer(reviewer), limits=limits)
 
     plaintext, record = _run(config, action)
     sys.stdout.write(plaintext + "\n")
@@ -178,10 +193,10 @@ def list_keys(
     from rich.console import Console
     from rich.table import Table
 
-    table = Table("id", "tenant", "name", "state", "models", "expires", "last used", box=None)
+    table = Table("id", "tenant", "name", "state", "models", "own limits", "expires", "last used", box=None)
     for row in rows:
         table.add_row(row["id"], row["tenant"], row["name"] or "", _state(row),
-                      ",".join(row["models"]) if row["models"] is not None else "(plan)",
+                      ",".join(row["models"]) if row["models"] is not None else "(plan)", _own_limits(row),
                       _when(row["expires_at"]), _when(row["last_used_at"]))
     Console(width=160).print(table)
 
@@ -244,6 +259,16 @@ def _print_json_lines(rows: list[dict[str, Any]]) -> None:
     for row in rows:
         out.write(msgspec.json.encode(row) + b"\n")
     out.flush()
+
+
+def _own_limits(row: dict[str, Any]) -> str:
+    from ..budget.policy import micro_usd, usd_text
+
+    out = [f"{usd_text(micro_usd(row[name]))}/{period}" for name, period in
+           (("daily_spend_usd", "day"), ("monthly_spend_usd", "month")) if row.get(name) is not None]
+    if row.get("tokens_per_minute") is not None:
+        out.append(f"{row['tokens_per_minute']:,} tokens/min")
+    return ", ".join(out) or "(plan)"
 
 
 def _state(row: dict[str, Any]) -> str:

@@ -7,6 +7,7 @@ The plots need matplotlib, an optional extra: ``pip install 'tokenward[lab]'``.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,13 @@ if TYPE_CHECKING:
 
     from ..lab.result import Result
 
-INSTALL = "tokenward lab draws its plots with matplotlib, which is not installed: pip install 'tokenward[lab]'"
+_UNWRAPPED = 1000   # columns: wider than any table the lab prints
+
+
+def install_message() -> str:
+    from ..config.extras import install_hint
+
+    return f"tokenward lab draws its plots with matplotlib, which is not installed: {install_hint('lab')}"
 
 
 def lab(
@@ -38,11 +45,14 @@ def lab(
     try:
         import matplotlib  # noqa: F401
     except ImportError:
-        print(INSTALL, file=sys.stderr)
+        print(install_message(), file=sys.stderr)
         raise typer.Exit(2) from None
     from rich.console import Console
 
     console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:
+        # a file or a pipe has no width to fit: rich's 80-column default would wrap the tables
+        console = Console(width=_UNWRAPPED)
     started = time.monotonic()
     for name in names:
         result = _run(console, name, seed, out)

@@ -15,6 +15,7 @@ from .budget import budget_app
 from .controls import abuse_app, tenants_app
 from .keys import keys_app
 from .lab import lab
+from .options import CONFIG_ENV, config_from_env, config_option
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="tokenward: an LLM ingress gateway that admits work, not requests.")
@@ -23,6 +24,31 @@ app.add_typer(budget_app, name="budget")
 app.add_typer(tenants_app, name="tenants")
 app.add_typer(abuse_app, name="abuse")
 app.command("lab")(lab)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"tokenward {version()}")
+        raise typer.Exit(0)
+
+
+def version() -> str:
+    """The installed distribution's version (the package's own when run from a source tree)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    from .. import __version__
+
+    try:
+        return dist_version("tokenward")
+    except PackageNotFoundError:
+        return __version__
+
+
+@app.callback()
+def _root(_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                        help="print the version and exit")) -> None:
+    """tokenward: an LLM ingress gateway that admits work, not requests."""
 
 
 def _load_or_exit(path: Path) -> Config:
@@ -48,7 +74,7 @@ def _load_or_exit(path: Path) -> Config:
 
 @app.command()
 def serve(
-    config: Path = typer.Option(..., "--config", "-c", help="YAML config file"),
+    config: Path = config_option(),
     host: Optional[str] = typer.Option(None, help="listen address (default: server.host)"),
     port: Optional[int] = typer.Option(None, help="listen port, 0 = any free port (default: server.port)"),
     workers: Optional[int] = typer.Option(None, help="worker processes (default: server.workers)"),
@@ -105,9 +131,10 @@ def check_config(
     if config_arg is not None and config is not None and config_arg != config:
         print("check-config: give the config file once (as an argument or with --config)", file=sys.stderr)
         raise typer.Exit(2)
-    config = config or config_arg
+    config = config or config_arg or config_from_env()
     if config is None:
-        print("check-config: missing the config file (check-config --config FILE)", file=sys.stderr)
+        print(f"check-config: missing the config file (check-config --config FILE, or set {CONFIG_ENV})",
+              file=sys.stderr)
         raise typer.Exit(2)
     cfg = _load_or_exit(config)
     for warning in config_warnings(cfg, os.environ):

@@ -138,3 +138,4 @@ def mount(admin, services) -> None:
     admin.routes[("POST", "abuse")] = handlers.abuse
     admin.routes[("GET", "status")] = page.html
     admin.routes[("GET", "status.json")] = page.json
+    admin.routes[("GET", "budget")] = page.budget

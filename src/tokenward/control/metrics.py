@@ -115,8 +115,9 @@ class EnforcementMetrics:
         yield settled
         yield settled_reserved
         admitter = self.services.budget if self.services is not None else None
-        breaker = getattr(getattr(admitter, "shared", None), "breaker", None)
-        up = 0 if breaker is not None and breaker.down else 1
-        yield GaugeMetricFamily("tokenward_budget_store_up", "1 while the shared budget store answers "
-                                "(its breaker closed); the memory store is always up", value=up if admitter else 1)
+        health = getattr(getattr(admitter, "shared", None), "health", None)
+        up = 0 if health is not None and not health.up else 1
+        yield GaugeMetricFamily("tokenward_budget_store_up", "1 while the shared budget store answers: its "
+                                "last call (a request's, a settle's, /readyz's probe) succeeded; the memory "
+                                "store is always up", value=up)
 

@@ -23,6 +23,10 @@ import msgspec
 
 from ..budget import policy
 from ..budget.limits import Budgets
+from ..budget.report import budget_report
+from ..budget.store import StoreUnavailable
+from ..errors import Reason, envelope
+from ..http.responses import code_header
 from ..config.loader import effective_plan
 from ..observe.telemetry import Telemetry
 from .status_html import page, tenants_fragment
@@ -145,6 +149,36 @@ class StatusPage:
         if parts != ["status.json"]:
             return None
         return 200, _encode(await self.data())
+
+    async def budget(self, parts: list[str], query: dict, receive) -> tuple | None:
+        """``GET /admin/budget/{tenant}[?key=ID]``: what ``tokenward budget show`` prints, from
+        this gateway's own store (the only way to read an in-memory one from outside)."""
+        if len(parts) != 2 or parts[0] != "budget":
+            return None
+        tenant, key_id = parts[1], query.get("key") or None
+        admitter = self.services.budget
+        if tenant not in self._plans or admitter is None:
+            return _not_found(f"no tenant {tenant!r} with budgets in this gateway's config", "tenant")
+        limits = None
+        if key_id is not None:
+            record = await self.services.keys.get(key_id) if self.services.keys is not None else None
+            if record is None or record.tenant != tenant:
+                return _not_found(f"no key {key_id!r} of tenant {tenant!r}", "key")
+            limits = record.limits()
+        now_ms = int(self.runtime.now() * 1000)
+        budget = self._budgets.tenant(tenant, self._plans[tenant], key_id, now_ms, limits)
+        try:
+            report = await budget_report(admitter.shared.store, budget, tenant, key_id, now_ms)
+        except StoreUnavailable as exc:
+            return 503, envelope(Reason.budget_store_unavailable, str(exc)), \
+                [(b"content-type", b"application/json"), code_header(Reason.budget_store_unavailable.name)]
+        return 200, _encode(report)
+
+
+def _not_found(message: str, param: str) -> tuple:
+    body = _encode({"error": {"message": message, "type": "invalid_request_error", "param": param,
+                              "code": "not_found"}})
+    return 404, body, [(b"content-type", b"application/json"), code_header("not_found")]
 
 
 def _windowed(totals: dict[tuple[str, str], int], snaps: list, window: float) -> dict[str, dict[str, int]]:

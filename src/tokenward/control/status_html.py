@@ -6,6 +6,8 @@ from __future__ import annotations
 import datetime as dt
 from html import escape
 
+from ..budget.policy import micro_usd, usd_text
+
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1f24}
 h1{font-size:1.3em;margin:0 0 .2em} h2{font-size:1.1em;margin:1.2em 0 .4em}
@@ -22,7 +24,10 @@ const tenants = document.getElementById('tenants');
 const stamp = document.getElementById('updated');
 async function refresh() {
   try {
-    const resp = await fetch('status?fragment=1', {credentials: 'same-origin', cache: 'no-store'});
+    // from location.origin: a page opened as https://user:token@host/... has credentials in
+    // its own URL, and fetch refuses a relative URL resolved against such a base
+    const url = new URL(location.pathname + '?fragment=1', location.origin);
+    const resp = await fetch(url, {credentials: 'same-origin', cache: 'no-store'});
     if (resp.ok) { tenants.innerHTML = await resp.text(); stamp.textContent = new Date().toLocaleTimeString(); }
     else { stamp.textContent = 'update failed: HTTP ' + resp.status; }
   } catch (err) { stamp.textContent = 'update failed: ' + err; }
@@ -53,9 +58,12 @@ def _budget(rows: list[dict]) -> str:
         limit = row["limit_value"] or 0
         share = min(1.0, row["used"] / limit) if limit else 0.0
         bar = f'<span class="bar" style="width:{max(1, int(share * 120))}px"></span>'
-        used = _usd(row["used"]) if row["kind"] == "spend" else f'{int(row["used"]):,}'
         shadow = " (shadow)" if not row["enforced"] else ""
-        out.append([escape(row["limit"]) + shadow, f"{bar} {used} of {limit:,} {escape(row['unit'])}"])
+        if row["kind"] == "spend":   # USD, written as `tokenward budget show` writes it
+            amounts = f"{usd_text(micro_usd(row['used']))} of {usd_text(micro_usd(limit))}"
+        else:
+            amounts = f"{int(row['used']):,} of {limit:,} {escape(row['unit'])}"
+        out.append([escape(row["limit"]) + shadow, f"{bar} {amounts}"])
     return _table(["limit", "used or held now, of the limit"], out, "no budget limits")
 
 
@@ -110,9 +118,3 @@ def page(data: dict, nonce: str) -> str:
             f'<div id="tenants">{tenants_fragment(data)}</div>'
             f'<script nonce="{escape(nonce)}">{_SCRIPT}</script></body></html>')
 
-
-def _usd(value: float) -> str:
-    """Spend to the fraction of a cent it has: 0.000115, not 0.00 (micro-dollars at most)."""
-    if value == 0 or abs(value) >= 0.01 and round(value, 2) == round(value, 6):
-        return f"{value:,.2f}"
-    return f"{value:,.6f}".rstrip("0")

@@ -42,6 +42,7 @@ Parsed = Union[responses_schema.Parsed, messages_schema.Parsed]
 class _Peek(msgspec.Struct):
     choices: object = None
     error: object = None
+    usage: object = None
 
 
 class _Error(msgspec.Struct):
@@ -70,6 +71,13 @@ class _Written(SseEvent):
         self.malformed = False
 
 
+def _usage_of(body: bytes) -> object:
+    try:
+        return _peek(body).usage
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
 def _status_of(code: str | None, default: int = 500) -> int:
     member = Reason.__members__.get(code or "")
     return member.status if member is not None else default
@@ -82,16 +90,37 @@ def _error_of(data: bytes) -> _Error | None:
         return None
 
 
+Counts = tuple[int, int]
+
+
+def _none() -> None:
+    return None
+
+
+def charged_usage(own: object, charged: Counts) -> dict[str, Any]:
+    """The chat usage the client reads: the counts the request was charged (prompt,
+    completion), with the backend's details (cached prompt tokens) where it gave them."""
+    usage = dict(own) if isinstance(own, dict) else {}
+    usage["prompt_tokens"], usage["completion_tokens"] = charged
+    usage["total_tokens"] = charged[0] + charged[1]
+    return usage
+
+
 class TranslatedAnswer:
-    """The chat answer back into the dialect, whole or streamed (one per request)."""
+    """The chat answer back into the dialect, whole or streamed (one per request). Its usage
+    is what the request was charged (``charged``, read at the end), and a Responses object
+    echoes the output bound the gateway used (``bound``), as the clients read them."""
 
-    __slots__ = ("dialect", "parsed", "input_tokens", "clock", "_stream")
+    __slots__ = ("dialect", "parsed", "input_tokens", "clock", "charged", "bound", "_stream")
 
-    def __init__(self, dialect: str, parsed: Parsed, input_tokens: Callable[[], int], clock: Clock) -> None:
+    def __init__(self, dialect: str, parsed: Parsed, input_tokens: Callable[[], int], clock: Clock,
+                 charged: Callable[[], Counts | None] = _none, bound: Callable[[], int | None] = _none) -> None:
         self.dialect = dialect
         self.parsed = parsed
         self.input_tokens = input_tokens     # the work stage's prompt count, read when the stream starts
         self.clock = clock
+        self.charged = charged
+        self.bound = bound
         self._stream: ResponsesStream | MessagesStream | None = None
 
     # -- whole answers --------------------------------------------------------------
@@ -102,18 +131,21 @@ class TranslatedAnswer:
             return body
         if peek.choices is None:
             return body     # an error envelope: DialectSend writes it in the API's shape
+        charged = self.charged()
+        usage = charged_usage(_usage_of(body), charged) if charged is not None else None
         if self.dialect == "responses":
             assert isinstance(self.parsed, responses_schema.Parsed)
-            return encode(responses_translate.response_from_chat(body, self.parsed))
+            return encode(responses_translate.response_from_chat(body, self.parsed, max_output_tokens=self.bound(),
+                                                                 usage=usage))
         assert isinstance(self.parsed, messages_schema.Parsed)
-        return encode(messages_translate.message_from_chat(body, self.parsed))
+        return encode(messages_translate.message_from_chat(body, self.parsed, usage=usage))
 
     # -- streams --------------------------------------------------------------------
     def _translator(self) -> ResponsesStream | MessagesStream:
         stream = self._stream
         if stream is None:
             if isinstance(self.parsed, responses_schema.Parsed):
-                stream = ResponsesStream(self.parsed, created_at=int(self.clock()))
+                stream = ResponsesStream(self.parsed, created_at=int(self.clock()), max_output_tokens=self.bound())
             else:
                 stream = MessagesStream(self.parsed, input_tokens=self.input_tokens())
             self._stream = stream
@@ -150,7 +182,8 @@ class TranslatedAnswer:
                     return b"".join(out) + stream.error(code, error.message, _status_of(code))
                 return b"".join(out) + stream.error(code, error.message)
             out.append(stream.feed(data))
-        return b"".join(out) + stream.finish()
+        charged = self.charged()
+        return b"".join(out) + stream.finish(charged_usage(stream.usage, charged) if charged is not None else None)
 
 
 class DialectSend:

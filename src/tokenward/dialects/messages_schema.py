@@ -52,7 +52,7 @@ class Message(Strict, kw_only=True):
     blocks only, and alone may carry ``clear_at`` and ``output_config``."""
 
     role: Literal["user", "assistant", "system"]
-    content: Union[str, list[Block]]
+    content: Union[str, list[Block]] = ""    # required but on a system turn (checked)
     clear_at: Union[Literal["next_user_message", "never"], None, UnsetType] = UNSET
     output_config: Union[SystemOutputConfig, None, UnsetType] = UNSET
 
@@ -207,7 +207,7 @@ class MessagesRequest(CountTokensRequest, kw_only=True):
     stream: Union[bool, UnsetType] = UNSET
     metadata: Union[Metadata, UnsetType] = UNSET
     service_tier: Union[Literal["auto", "standard_only"], UnsetType] = UNSET
-    container: Union[ShortText, ContainerParams, None, UnsetType] = UNSET
+    container: Union[StateId, ContainerParams, None, UnsetType] = UNSET
     inference_geo: Union[ShortText, None, UnsetType] = UNSET
     compaction: Union[CompactionConfig, None, UnsetType] = UNSET
     # refused or dropped by a rule (RULES): fields about Anthropic's accounts and state
@@ -295,6 +295,9 @@ def _apply_rules(req: Union[MessagesRequest, CountTokensRequest]) -> None:
             raise refused(field, why)
         setattr(req, field, UNSET)
     for i, message in enumerate(req.messages):
+        if message.content == "" and message.role != "system":
+            raise Refusal(Reason.invalid_field, f"Missing required parameter: messages[{i}].content",
+                          param=f"messages[{i}].content")
         if message.role != "system" and (message.clear_at is not UNSET or message.output_config is not UNSET):
             name = "clear_at" if message.clear_at is not UNSET else "output_config"
             raise Refusal(Reason.invalid_field, f"Invalid value at messages[{i}].{name}: only a system message "

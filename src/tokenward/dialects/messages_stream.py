@@ -109,6 +109,11 @@ class MessagesStream:
         index, self._open = self._open, None
         return sse("content_block_stop", {"type": "content_block_stop", "index": index})
 
+    @property
+    def usage(self) -> object:
+        """The chat usage the stream reported (its last usage chunk), None until one came."""
+        return self._usage
+
     def finish(self, usage: dict[str, Any] | None = None) -> bytes:
         """Close the open block, then ``message_delta`` and ``message_stop`` (``usage``: a
         chat usage object replacing the stream's own, e.g. the gateway's count)."""

@@ -316,7 +316,7 @@ def tool_input(name: str, arguments: str) -> Any:
 
 
 def message_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
-                      message_id: str | None = None) -> dict[str, Any]:
+                      message_id: str | None = None, usage: object = None) -> dict[str, Any]:
     """A whole chat completion as a Messages ``message`` object."""
     answer = chat_answer.read(body)
     choice = answer.choices[0]
@@ -330,7 +330,7 @@ def message_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
     stop_reason, stop_sequence = stop_of(parsed, choice.finish_reason, choice.stop_reason)
     return {"id": message_id or new_id("msg"), "type": "message", "role": "assistant",
             "model": parsed.request.model, "content": content, "stop_reason": stop_reason,
-            "stop_sequence": stop_sequence, "usage": usage_object(answer.usage)}
+            "stop_sequence": stop_sequence, "usage": usage_object(usage if usage is not None else answer.usage)}
 
 
 def count_tokens_body(input_tokens: int) -> bytes:

@@ -82,14 +82,13 @@ class NativeEdit:
             if self._pending and slot not in self._pending:
                 out += self._flush()
             assert data is not None
-            text = self._pending.pop(slot, "") + text
-            now, held = editor.edit_text(text, slot, False)
+            now, held = editor.edit_text(self._pending.pop(slot, "") + text, slot, False)
             self._last[slot] = data
             if held:
                 self._pending[slot] = held
             if now or not held:
-                out.append(_event(data.get("type"), native.with_text(data, now)) if now != text or held
-                           else event)
+                # the event as it came when its text is what goes, else a copy with the text
+                out.append(event if now == text else _event(data.get("type"), native.with_text(data, now)))
         return out
 
     def finish(self) -> list[SseEvent]:

@@ -167,7 +167,7 @@ def _settings(parsed: Parsed, doc: Document) -> None:
         doc.stateful = True     # a prompt template kept at the upstream
         for key, value in (prompt.variables or {}).items():
             doc.json(prompt.variables, key, value, outside=True)
-    if isinstance(req.previous_response_id, str) or req.conversation is not UNSET:
+    if isinstance(req.previous_response_id, str) or req.conversation not in (UNSET, None):
         doc.stateful = True
     if req.background is True or req.store is True:
         doc.stateful = True     # the upstream keeps the response; a later request reads it

@@ -380,6 +380,10 @@ class BackgroundOptions(Strict, kw_only=True):
     continuation_id: Union[StateId, UnsetType] = UNSET
 
 
+class ConversationRef(Strict, kw_only=True):
+    id: StateId
+
+
 class PromptRef(Strict, kw_only=True):
     """A prompt template stored at OpenAI (stateful), with variables (text)."""
 
@@ -407,7 +411,7 @@ class ResponsesRequest(Strict, kw_only=True):
     stream_options: Opt[StreamOptions] = UNSET
     store: Opt[bool] = UNSET
     previous_response_id: Opt[StateId] = UNSET
-    conversation: Union[Raw, UnsetType] = UNSET      # an id or {"id": ...}: state kept upstream
+    conversation: Union[StateId, ConversationRef, None, UnsetType] = UNSET   # state kept upstream
     prompt: Opt[PromptRef] = UNSET
     background: Opt[bool] = UNSET
     background_options: Union[BackgroundOptions, UnsetType] = UNSET

@@ -71,8 +71,9 @@ _ARGS_DELTA = b"event: response.function_call_arguments.delta\ndata: {"
 class ResponsesStream:
     """One chat stream's translation; feed chunks in order, then ``finish()`` once."""
 
-    def __init__(self, parsed: Parsed, *, response_id: str | None = None, created_at: int = 0) -> None:
-        self._shell = response_shell(parsed, response_id or new_id("resp"), created_at, "")
+    def __init__(self, parsed: Parsed, *, response_id: str | None = None, created_at: int = 0,
+                 max_output_tokens: int | None = None) -> None:
+        self._shell = response_shell(parsed, response_id or new_id("resp"), created_at, "", max_output_tokens)
         self._seq = 0
         self._started = False
         self._items: list[_Item] = []
@@ -180,6 +181,11 @@ class ResponsesStream:
         done.append(self._event("response.output_item.done", output_index=item.index,
                                 item=item.snapshot("completed")))
         return b"".join(done)
+
+    @property
+    def usage(self) -> object:
+        """The chat usage the stream reported (its last usage chunk), None until one came."""
+        return self._usage
 
     def finish(self, usage: dict[str, Any] | None = None) -> bytes:
         """Close every open item and end the response (``usage``: a chat usage object that

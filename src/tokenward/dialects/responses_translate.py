@@ -57,7 +57,7 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
         out.append(Unsupported("store", f"store: true asks for the response to be kept: {_NATIVE}; send store: false"))
     if req.background is True:
         out.append(Unsupported("background", f"background responses are run and kept by the server: {_NATIVE}"))
-    if req.conversation is not UNSET and bytes(req.conversation) != b"null":
+    if req.conversation not in (UNSET, None):
         out.append(Unsupported("conversation", f"`conversation` refers to state kept by OpenAI: {_NATIVE} resolve it"))
     if req.prompt not in (UNSET, None):
         out.append(Unsupported("prompt", f"`prompt` refers to a template kept by OpenAI: {_NATIVE} resolve it"))
@@ -272,7 +272,8 @@ def _part(part: Any, role: str, param: str) -> dict[str, Any]:
 # -- answer --------------------------------------------------------------------------
 
 
-def response_shell(parsed: Parsed, response_id: str, created_at: int, model: str) -> dict[str, Any]:
+def response_shell(parsed: Parsed, response_id: str, created_at: int, model: str,
+                   max_output_tokens: int | None = None) -> dict[str, Any]:
     """A ``response`` object echoing the request, with no output yet (status in_progress)."""
     req = parsed.request
     fmt = req.text.format if req.text not in (None, UNSET) and req.text.format is not UNSET else None
@@ -281,7 +282,9 @@ def response_shell(parsed: Parsed, response_id: str, created_at: int, model: str
         "id": response_id, "object": "response", "created_at": created_at, "status": "in_progress",
         "model": model or req.model, "output": [], "error": None, "incomplete_details": None,
         "instructions": req.instructions if isinstance(req.instructions, str) else None,
-        "max_output_tokens": req.max_output_tokens if isinstance(req.max_output_tokens, int) else None,
+        # the output bound the gateway used (set from the plan's default, or clamped)
+        "max_output_tokens": max_output_tokens if max_output_tokens is not None
+        else req.max_output_tokens if isinstance(req.max_output_tokens, int) else None,
         "metadata": req.metadata if isinstance(req.metadata, dict) else {},
         "parallel_tool_calls": req.parallel_tool_calls is not False,
         "temperature": req.temperature if isinstance(req.temperature, float) else None,
@@ -354,11 +357,12 @@ def custom_input(arguments: str) -> str:
 
 
 def response_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
-                       response_id: str | None = None) -> dict[str, Any]:
+                       response_id: str | None = None, max_output_tokens: int | None = None,
+                       usage: object = None) -> dict[str, Any]:
     """A whole chat completion as a Responses ``response`` object."""
     answer = chat_answer.read(body)
     choice = answer.choices[0]
-    shell = response_shell(parsed, response_id or new_id("resp"), answer.created, answer.model)
+    shell = response_shell(parsed, response_id or new_id("resp"), answer.created, answer.model, max_output_tokens)
     message = choice.message
     if message.content or message.refusal is not None:
         shell["output"].append(message_item(new_id("msg"), message.content, message.refusal, "completed"))
@@ -367,5 +371,5 @@ def response_from_chat(body: bytes | dict[str, Any], parsed: Parsed, *,
         shell["output"].append(call_item(new_id("fc"), call.id or new_id("call"), call.function.name,
                                          call.function.arguments, "completed", names.get(call.function.name)))
     finish_status(shell, choice.finish_reason)
-    shell["usage"] = usage_object(answer.usage)
+    shell["usage"] = usage_object(usage if usage is not None else answer.usage)
     return shell

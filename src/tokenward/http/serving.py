@@ -202,7 +202,7 @@ def _on_hangup(loop: asyncio.AbstractEventLoop, server: HttpServer,
 
     async def one() -> None:
         try:
-            log.warning("config reloaded: %s", await reload(server))
+            log.info("config reloaded: %s", await reload(server))
         except Exception as exc:  # the old config keeps serving; the operator reads why
             log.error("config reload refused, the running config keeps serving: %s", exc)
 

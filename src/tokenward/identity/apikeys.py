@@ -66,7 +66,7 @@ class ApiKeyAuthenticator:
         if plan is not None:
             scopes = frozenset(record.models) if record.models is not None else None
             principal = Principal(tenant=record.tenant, key_id=record.id, plan_name=plan[0], plan=plan[1],
-                                  scopes=scopes, kind="api_key")
+                                  scopes=scopes, kind="api_key", limits=record.limits())
         env_ok = record.environments is None or self._environment in record.environments
         return KeyEntry(record, principal, env_ok)
 

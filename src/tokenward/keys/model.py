@@ -8,6 +8,7 @@ import re
 
 import msgspec
 
+from ..config.key_limits import KeyLimits
 from ..errors import TokenwardError
 
 ACTIVE, SUSPENDED, REVOKED = "active", "suspended", "revoked"
@@ -28,6 +29,16 @@ class KeyRecord(msgspec.Struct, frozen=True, kw_only=True):
     created_at: float = 0.0
     last_used_at: float | None = None
     secret_hash: str = ""
+    # the key's own limits, below its plan's (None: the plan's alone)
+    daily_spend_usd: float | None = None
+    monthly_spend_usd: float | None = None
+    tokens_per_minute: int | None = None
+
+    def limits(self) -> KeyLimits | None:
+        if self.daily_spend_usd is None and self.monthly_spend_usd is None and self.tokens_per_minute is None:
+            return None
+        return KeyLimits(daily_spend_usd=self.daily_spend_usd, monthly_spend_usd=self.monthly_spend_usd,
+                         tokens_per_minute=self.tokens_per_minute)
 
     def state_at(self, now: float) -> str:
         """active | suspended | revoked | expired, as seen at ``now`` (unix seconds)."""

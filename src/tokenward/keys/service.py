@@ -11,6 +11,7 @@ import builtins  # the classes below define a method named list, which hides the
 import logging
 from typing import TYPE_CHECKING, Awaitable, Callable, Sequence
 
+from ..config.key_limits import KeyLimits
 from .model import AuditRecord, KeyRecord
 from .store import KeyStore
 
@@ -29,9 +30,10 @@ class KeyService:
 
     async def create(self, tenant: str, *, name: str | None = None, models: Sequence[str] | None = None,
                      environments: Sequence[str] | None = None, expires_at: float | None = None,
-                     reason: str | None = None, reviewer: str | None = None) -> tuple[str, KeyRecord]:
+                     reason: str | None = None, reviewer: str | None = None,
+                     limits: KeyLimits | None = None) -> tuple[str, KeyRecord]:
         return await self.store.create(tenant, name=name, models=models, environments=environments,
-                                       expires_at=expires_at, reason=reason, reviewer=reviewer)
+                                       expires_at=expires_at, reason=reason, reviewer=reviewer, limits=limits)
 
     async def get(self, key_id: str) -> KeyRecord | None:
         return await self.store.get(key_id)
@@ -68,13 +70,21 @@ class KeyService:
             log.warning("key %s changed but the change could not be announced: %s", key_id, exc)
 
 
-def check_new_key(config: Config, tenant: str, models: Sequence[str] | None) -> None:
-    """Refuse a key that could never work: unknown tenant, or models outside the tenant's plan."""
+def check_new_key(config: Config, tenant: str, models: Sequence[str] | None,
+                  limits: KeyLimits | None = None) -> None:
+    """Refuse a key that could never work: unknown tenant, models outside the tenant's plan,
+    or limits of its own that are not below the plan's."""
+    from ..config.key_limits import above_plan
     from ..config.loader import effective_plan
     from .model import KeyStoreError
 
     if tenant not in config.tenants:
         raise KeyStoreError(f"unknown tenant {tenant!r}")
+    if limits is not None:
+        above = above_plan(limits, effective_plan(config, tenant))
+        if above:
+            raise KeyStoreError(f"a key's own limits must be below its plan's ({config.tenants[tenant].plan}): "
+                                + "; ".join(above))
     if models is None:
         return
     if not models:

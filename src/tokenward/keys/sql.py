@@ -8,9 +8,11 @@ import os
 import time
 from typing import Any, Callable, Sequence
 
+import msgspec
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
+from ..config.key_limits import KeyLimits
 from . import format as keyformat
 from .model import (
     ACTIVE,
@@ -36,6 +38,8 @@ def _record(row: Any) -> KeyRecord:
         environments=tuple(envs) if envs is not None else None,
         status=m["status"], suspended_until=m["suspended_until"], expires_at=m["expires_at"],
         created_at=m["created_at"], last_used_at=m["last_used_at"], secret_hash=m["secret_hash"],
+        daily_spend_usd=m["daily_spend_usd"], monthly_spend_usd=m["monthly_spend_usd"],
+        tokens_per_minute=m["tokens_per_minute"],
     )
 
 
@@ -88,26 +92,33 @@ class SqlKeyStore:
 
     async def _create_tables(self) -> None:
         await create_tables(self.engine, metadata)
+        await add_missing_columns(self.engine, api_keys)
 
     async def close(self) -> None:
         await self.engine.dispose()
 
     async def create(self, tenant: str, *, name: str | None = None, models: Sequence[str] | None = None,
                      environments: Sequence[str] | None = None, expires_at: float | None = None,
-                     reason: str | None = None, reviewer: str | None = None) -> tuple[str, KeyRecord]:
+                     reason: str | None = None, reviewer: str | None = None,
+                     limits: KeyLimits | None = None) -> tuple[str, KeyRecord]:
         plaintext, key_id, secret_hash = keyformat.new_key()
         now = self.clock()
+        own = limits or KeyLimits()
         record = KeyRecord(
             id=key_id, tenant=tenant, name=name,
             models=tuple(models) if models is not None else None,
             environments=tuple(environments) if environments is not None else None,
             status=ACTIVE, expires_at=expires_at, created_at=now, secret_hash=secret_hash,
+            daily_spend_usd=own.daily_spend_usd, monthly_spend_usd=own.monthly_spend_usd,
+            tokens_per_minute=own.tokens_per_minute,
         )
         values = {c.name: getattr(record, c.name) for c in _KEY_COLUMNS}
         values["models"] = list(record.models) if record.models is not None else None
         values["environments"] = list(record.environments) if record.environments is not None else None
         detail = {"models": values["models"], "environments": values["environments"], "expires_at": expires_at,
                   "name": name}
+        if limits is not None:
+            detail["limits"] = msgspec.structs.asdict(limits)
         async with self.engine.begin() as conn:
             await conn.execute(api_keys.insert().values(**values))
             await self._write_audit(conn, record, "create", reason, reviewer, now, None, detail)
@@ -192,6 +203,23 @@ class SqlKeyStore:
         params = [{"key_id": key_id, "ts": ts} for key_id, ts in sorted(last_used.items())]
         async with self.engine.begin() as conn:
             await conn.execute(stmt, params)
+
+
+async def add_missing_columns(engine: AsyncEngine, table: sa.Table) -> None:
+    """ALTER TABLE ADD COLUMN for the columns a table made by an earlier version lacks (all
+    nullable: existing rows read as None). Replicas opening at once may both try; PostgreSQL's
+    IF NOT EXISTS makes that harmless, and SQLite serializes its writers."""
+    def missing(conn: sa.Connection) -> list[sa.Column[Any]]:
+        have = {c["name"] for c in sa.inspect(conn).get_columns(table.name)}
+        return [c for c in table.columns if c.name not in have]
+
+    async with engine.begin() as conn:
+        columns = await conn.run_sync(missing)
+        postgres = conn.dialect.name == "postgresql"
+        for column in columns:
+            kind = column.type.compile(dialect=conn.dialect)
+            guard = "IF NOT EXISTS " if postgres else ""
+            await conn.execute(sa.text(f'ALTER TABLE {table.name} ADD COLUMN {guard}"{column.name}" {kind}'))
 
 
 async def create_tables(engine: AsyncEngine, tables: sa.MetaData) -> None:

@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Callable, Protocol, Sequence
 
 from ..errors import ConfigError
+from ..config.key_limits import KeyLimits
 from .model import AuditRecord, KeyRecord
 
 if TYPE_CHECKING:
@@ -21,7 +22,8 @@ if TYPE_CHECKING:
 class KeyStore(Protocol):
     async def create(self, tenant: str, *, name: str | None = None, models: Sequence[str] | None = None,
                      environments: Sequence[str] | None = None, expires_at: float | None = None,
-                     reason: str | None = None, reviewer: str | None = None) -> tuple[str, KeyRecord]:
+                     reason: str | None = None, reviewer: str | None = None,
+                     limits: KeyLimits | None = None) -> tuple[str, KeyRecord]:
         """A new key: (the plaintext key, shown only now; its record)."""
 
     async def get(self, key_id: str) -> KeyRecord | None: ...

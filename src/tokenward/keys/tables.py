@@ -23,6 +23,11 @@ api_keys = sa.Table(
     sa.Column("expires_at", sa.Double),
     sa.Column("created_at", sa.Double, nullable=False),
     sa.Column("last_used_at", sa.Double),
+    # the key's own limits (config/key_limits.py); added after the first release, so a
+    # table created before them gets them at open (sql.py, add_missing_columns)
+    sa.Column("daily_spend_usd", sa.Double),
+    sa.Column("monthly_spend_usd", sa.Double),
+    sa.Column("tokens_per_minute", sa.BigInteger),
 )
 
 key_audit = sa.Table(

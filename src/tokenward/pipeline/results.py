@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from ..config.key_limits import KeyLimits
 from ..config.schema import PlanConfig
 
 
@@ -22,6 +23,7 @@ class Principal(msgspec.Struct, frozen=True):
     scopes: frozenset[str] | None = None   # models the credential may use; None = the plan's
     kind: str = "api_key"             # "api_key" | "jwt"
     end_user: str | None = None       # the request's ``user`` label, inside the verified tenant
+    limits: KeyLimits | None = None   # the API key's own limits, below the plan's (keys create)
 
 
 class Entitlement(msgspec.Struct, frozen=True):

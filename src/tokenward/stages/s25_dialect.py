@@ -226,7 +226,8 @@ class DialectStage(BaseStage):
             ctx.note("native", {"stateful": doc.stateful} if doc is not None and doc.stateful else True)
         if count_tokens:
             return None
-        answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock)
+        answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock,
+                                  lambda: _charged(ctx), lambda: _output_bound(ctx))
         target = self._targets.get(model) if native and self._targets is not None else None
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
                           if target is not None else answer)
@@ -377,6 +378,21 @@ def _chat_error(event: SseEvent) -> tuple[str, str] | None:
 
 def _event(kind: str, payload: dict[str, Any]) -> bytes:
     return b"event: " + kind.encode() + b"\ndata: " + encode(payload) + b"\n\n"
+
+
+def _charged(ctx: RequestContext) -> tuple[int, int] | None:
+    """(prompt, completion) the request settles on, when both are known."""
+    usage = ctx.usage
+    if usage.prompt_tokens is None or usage.completion_tokens is None:
+        return None
+    return usage.prompt_tokens, usage.completion_tokens
+
+
+def _output_bound(ctx: RequestContext) -> int | None:
+    """The output bound the gateway sent (the client's, a plan's default, or clamped)."""
+    body = ctx.request.body if ctx.request is not None else None
+    bound = getattr(body, "max_tokens", None)
+    return bound if isinstance(bound, int) else None
 
 
 def _input_tokens(ctx: RequestContext) -> int:

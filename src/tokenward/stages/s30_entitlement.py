@@ -33,6 +33,7 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
+from ..validation.plan import feature_hint
 from ..wire.request_body import FIRST_VLLM_FIELD, VLLM_FIELDS
 
 if TYPE_CHECKING:
@@ -68,8 +69,9 @@ class TenantRules:
         return ent
 
 
-def _feature_denied(name: str, param: str) -> Refusal:
-    return Refusal(Reason.feature_not_entitled, f"{name} is not enabled on your plan", param=param)
+def _feature_denied(name: str, param: str, setting: str) -> Refusal:
+    """``setting``: what the plan's operator changes to enable it (validation/plan.py)."""
+    return Refusal(Reason.feature_not_entitled, f"{name} is not enabled on your plan{setting}", param=param)
 
 
 class EntitlementStage(BaseStage):
@@ -176,19 +178,20 @@ def _chosen_tools(peek) -> list[tuple[object, str]]:
 def _check_features(peek, features: frozenset[str]) -> Refusal | None:
     best_of = peek.best_of
     if best_of.__class__ is int and best_of > 1 and "best_of" not in features:
-        return _feature_denied("best_of", "best_of")
+        return _feature_denied("best_of", "best_of", "; the plan enables it with `allow_best_of: true`")
     fmt = peek.response_format
     if fmt is not None and fmt.type == "json_schema" and "structured_output" not in features:
-        return _feature_denied("structured output (json_schema)", "response_format")
+        return _feature_denied("structured output (json_schema)", "response_format", feature_hint("structured_output"))
     if (peek.logprobs not in (None, False) or peek.top_logprobs is not None) and "logprobs" not in features:
-        return _feature_denied("logprobs", "logprobs" if peek.logprobs not in (None, False) else "top_logprobs")
+        return _feature_denied("logprobs", "logprobs" if peek.logprobs not in (None, False) else "top_logprobs",
+                               feature_hint("logprobs"))
     if "vllm_extensions" not in features:
         extensions = _astuple(peek)[FIRST_VLLM_FIELD:]
         if extensions != _NO_VLLM:
             # Each field is also enabled by its own name (validation bounds what it lets through).
             for name, value in zip(VLLM_FIELDS, extensions):
                 if value is not None and name not in features:
-                    return _feature_denied(f"{name} (a vLLM extension)", name)
+                    return _feature_denied(f"{name} (a vLLM extension)", name, feature_hint(name, "vllm_extensions"))
     return None
 
 

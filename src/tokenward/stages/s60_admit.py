@@ -107,7 +107,7 @@ class AdmissionStage(BaseStage):
                                                  "price: such a job runs only priced models", param="model")
         decision = await self.admitter.reserve(
             principal.tenant, principal.plan_name, plan, principal.key_id, model,
-            priced[1] if priced is not None else None, estimate.tokens, estimate.cost, job)
+            priced[1] if priced is not None else None, estimate.tokens, estimate.cost, job, principal.limits)
         limits = decision.limits
         record = {"estimated_input": estimate.input, "reserved": estimate.tokens, "reserved_cost": estimate.cost,
                   "limits": limits, "store": "local" if decision.local else self._shared_store}
@@ -260,8 +260,9 @@ def _refusal(decision: Decision, estimate: Estimate) -> Refusal:
     if reason is Reason.budget_store_unavailable:
         return Refusal(reason, "the budget store is unavailable; try again shortly")
     if reason is Reason.spend_cap:
-        period = "day" if limit == "spend_daily" else "month"
-        return Refusal(reason, f"the spend cap for this {period} is reached", headers=tuple(headers))
+        period = "day" if limit in ("spend_daily", "key_spend_daily") else "month"
+        whose = "this API key's own" if limit is not None and limit.startswith("key_") else "the"
+        return Refusal(reason, f"{whose} spend cap for this {period} is reached", headers=tuple(headers))
     if reason is Reason.concurrency_limit:
         what = "open requests" if limit == "streams" else "reserved in-flight tokens"
         return Refusal(reason, f"too many {what} for this tenant; retry when one finishes", headers=tuple(headers))

@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..config.schema import InjectionScreening, PiiScreening, ScreeningPolicy
-from ..errors import ConfigError, Reason, Refusal
+from ..errors import ConfigError, MissingExtra, Reason, Refusal
 from ..observe.metrics import GatewayMetrics
 from ..pipeline.stage import BaseStage
 from ..pii.placeholders import LOOKALIKE
@@ -78,17 +78,23 @@ class CompiledPolicy:
         try:
             if self.injection is not None:
                 self.injection_screener = injection_screener(self.injection.detector, self.injection)
-        except (ValueError, ImportError) as exc:
+        except ImportError as exc:
+            raise MissingExtra(f"screening.policies.{name}.injection.detector", str(exc)) from None
+        except ValueError as exc:
             raise ConfigError(f"screening.policies.{name}.injection.detector", str(exc)) from None
         try:
             if self.tool_output is not None:
                 self.tool_output_screener = injection_screener(self.tool_output.detector, self.tool_output)
-        except (ValueError, ImportError) as exc:
+        except ImportError as exc:
+            raise MissingExtra(f"screening.policies.{name}.injection.tool_output.detector", str(exc)) from None
+        except ValueError as exc:
             raise ConfigError(f"screening.policies.{name}.injection.tool_output.detector", str(exc)) from None
         try:
             if self.pii is not None:
                 self.pii_screener = pii_screener(self.pii.detector, self.pii.entities, self.pii.regions)
-        except (ValueError, ImportError) as exc:
+        except ImportError as exc:
+            raise MissingExtra(f"screening.policies.{name}.pii", str(exc)) from None
+        except ValueError as exc:
             raise ConfigError(f"screening.policies.{name}.pii", str(exc)) from None
         if self.pii is not None and self.pii.output == "redact":
             from ..pii.patterns import ENTITIES, PatternDetector
@@ -252,7 +258,7 @@ def build(services) -> ScreeningStage | None:
     for name, policy in policies.items():
         try:
             compiled[name] = CompiledPolicy(name, policy)
-        except ConfigError:
+        except MissingExtra:
             if name in used:
                 raise
             # a policy no plan uses may name an extra that is not installed (check-config warns)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from ..config.extras import install_hint
 from ..config.schema import Config
 from ..errors import ConfigError
 from . import templates
@@ -38,7 +39,11 @@ def build_counter(spec: str) -> Counter:
     if kind == "tiktoken" and arg:
         return TiktokenCounter(spec, load_encoding(arg))
     if kind == "hf" and arg:
-        from tokenizers import Tokenizer
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise ConfigError("", f"{spec!r} needs the tokenizers package, in the hf extra: "
+                                  f"{install_hint('hf')} (or tiktoken:<encoding>, or estimate)") from None
 
         try:
             return HfCounter(spec, Tokenizer.from_file(arg))

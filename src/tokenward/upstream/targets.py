@@ -114,7 +114,8 @@ def tls_context(name: str, up: UpstreamConfig) -> ssl.SSLContext:
     return context
 
 
-def _pool(name: str, up: UpstreamConfig, base_url: str) -> UpstreamPool:
+def pool_for(name: str, up: UpstreamConfig, base_url: str) -> UpstreamPool:
+    """The pool serve opens for an upstream (check-config --connect probes through one too)."""
     context = tls_context(name, up) if base_url.startswith("https://") else None
     return UpstreamPool(base_url, max_connections=up.pool_size, connect_timeout=up.connect_timeout_s,
                         read_timeout=up.read_timeout_s, pool_timeout=up.pool_timeout_s,
@@ -140,7 +141,7 @@ class TargetTable:
         for name, up in config.upstreams.items():
             _check_header_name(name, up)
             given = transports.get(name) if transports else None
-            self.pools[name] = given if given is not None else _pool(name, up, resolved_urls.get(name, up.base_url))
+            self.pools[name] = given if given is not None else pool_for(name, up, resolved_urls.get(name, up.base_url))
         counters = counters or {}
         for model, spec in config.models.items():
             up = config.upstreams[spec.upstream]

@@ -59,8 +59,10 @@ def clamp_output(req: Any, plan: PlanConfig, findings: Findings, fields: tuple[s
         findings.bound_set = asked
         findings.defaulted = True
     if asked == 0:
+        # the operator's way out is in the message too: the plan can fill the bound itself
+        hint = "" if given else "; or the plan's operator can set default_max_tokens to fill it in"
         raise Refusal(Reason.max_tokens_required,
-                      f"max_tokens is required (at most {cap} on this plan)", param=fields[0])
+                      f"max_tokens is required (at most {cap} on this plan){hint}", param=fields[0])
     min_tokens = getattr(req, "min_tokens", None)
     if isinstance(min_tokens, int) and min_tokens > asked:
         raise invalid("min_tokens", f"must not exceed max_tokens ({asked})")

@@ -32,6 +32,7 @@ from msgspec import UNSET
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form, is_null
+from .plan import feature_hint
 from .result import Findings
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest, VllmCommon, VllmSampling
 from .regex_cost import cheap, why_not_cheap
@@ -84,11 +85,12 @@ def check_extensions(req: Any, plan: PlanConfig, features: frozenset[str], findi
             continue
         if name not in features and (ALL_EXTENSIONS not in features
                                      or (name in REGEX_STYLE_FIELDS and not _cheap_regex(name, value))):
+            hint = feature_hint(name, None if name in REGEX_STYLE_FIELDS else ALL_EXTENSIONS)
             if name in STRUCTURED_FIELDS:
                 why = why_not_cheap(value) if name in _REGEX_FIELDS and isinstance(value, str) else None
-                raise denied(name, f"{name} is not enabled on this plan"
+                raise denied(name, f"{name} is not enabled on this plan{hint}"
                                    + (f" (and this regular expression is not cheap to compile: {why})" if why else ""))
-            raise Refusal(Reason.feature_not_entitled, f"{name} is not enabled on this plan", param=name)
+            raise Refusal(Reason.feature_not_entitled, f"{name} is not enabled on this plan{hint}", param=name)
         _bound(name, value, plan, features, findings, vocab_size)
 
 

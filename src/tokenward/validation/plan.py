@@ -28,3 +28,10 @@ def features_of(ctx: Any, plan: PlanConfig) -> frozenset[str]:
         if len(_features_cache) < 1024:
             _features_cache[plan.features] = features
     return features
+
+
+def feature_hint(feature: str, also: str | None = None) -> str:
+    """What a ``feature_not_entitled`` refusal adds: the plan setting that enables it, so
+    the caller can tell the operator what to change."""
+    alternative = f" (or `{also}`)" if also else ""
+    return f"; the plan's `features` list enables it with `{feature}`{alternative}"

@@ -31,6 +31,7 @@ from msgspec import UNSET
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form
+from .plan import feature_hint
 from .regex_cost import cheap, why_not_cheap
 from .result import Findings
 from .schemas import JsonObjectFormat, JsonSchemaFormat, NamedToolChoice
@@ -100,7 +101,8 @@ def _verdict(raw: bytes, param: str, max_bytes: int, max_depth: int, allow_regex
         if costly is not None:
             where, why = costly
             return denied(param, f"the regular expression at {where} is not one the gateway can show is cheap to "
-                                 f"compile ({why}); such expressions need the guided_regex feature on your plan")
+                                 f"compile ({why}); such expressions need the guided_regex feature on your plan"
+                                 + feature_hint(REGEX_FEATURE))
     return None
 
 
@@ -124,7 +126,7 @@ def check_text_constraint(value: str, param: str, plan: PlanConfig, feature: str
     plan), and no larger than a schema may be."""
     if feature not in features and not (feature == REGEX_FEATURE and cheap(value)):
         why = why_not_cheap(value) if feature == REGEX_FEATURE else None
-        raise denied(param, f"{feature} constraints are not enabled on this plan"
+        raise denied(param, f"{feature} constraints are not enabled on this plan{feature_hint(feature)}"
                             + (f" (and this regular expression is not cheap to compile: {why})" if why else ""))
     if len(value) > plan.max_schema_bytes:
         raise Refusal(Reason.invalid_field, f"{param} is longer than {plan.max_schema_bytes} characters",
@@ -136,7 +138,8 @@ def check_standard(req: Any, plan: PlanConfig, features: frozenset[str], finding
     fmt = req.response_format
     if isinstance(fmt, JsonSchemaFormat):
         if JSON_SCHEMA_FEATURE not in features:
-            raise denied("response_format", "json_schema response formats are not enabled on this plan")
+            raise denied("response_format", "json_schema response formats are not enabled on this plan"
+                         + feature_hint(JSON_SCHEMA_FEATURE))
         if fmt.json_schema.schema is not UNSET:
             check_schema(fmt.json_schema.schema, "response_format.json_schema.schema", plan, features)
         findings.constrained = True
