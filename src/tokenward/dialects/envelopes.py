@@ -40,10 +40,15 @@ def anthropic_error_type(code: str, status: int) -> str:
     return "api_error" if status >= 500 else "invalid_request_error"
 
 
-def messages_error_body(code: str, status: int, message: str, request_id: str | None = None) -> bytes:
-    """Anthropic's error envelope for ``/v1/messages`` and ``/v1/messages/count_tokens``."""
-    body: dict[str, Any] = {"type": "error",
-                            "error": {"type": anthropic_error_type(code, status), "message": message, "code": code}}
+def messages_error_body(code: str, status: int, message: str, request_id: str | None = None,
+                        param: str | None = None) -> bytes:
+    """Anthropic's error envelope for ``/v1/messages`` and ``/v1/messages/count_tokens``;
+    ``code`` and ``param`` (the field refused, in the request's own terms) are extra fields
+    the SDK keeps on the exception's ``body``."""
+    error: dict[str, Any] = {"type": anthropic_error_type(code, status), "message": message, "code": code}
+    if param is not None:
+        error["param"] = param
+    body: dict[str, Any] = {"type": "error", "error": error}
     if request_id is not None:
         body["request_id"] = request_id
     return encode(body)
@@ -58,5 +63,5 @@ def error_body(dialect: str, code: str, status: int, error_type: str, message: s
                param: str | None = None) -> bytes:
     """The envelope of ``dialect`` (``chat``, ``responses`` or ``messages``)."""
     if dialect == "messages":
-        return messages_error_body(code, status, message)
+        return messages_error_body(code, status, message, param=param)
     return responses_error_body(code, error_type, message, param)

@@ -48,6 +48,7 @@ class _Peek(msgspec.Struct):
 class _Error(msgspec.Struct):
     message: str = ""
     code: Union[str, None] = None
+    param: Union[str, None] = None
 
 
 class _Envelope(msgspec.Struct):
@@ -243,4 +244,4 @@ class DialectSend:
         if error is None:
             return body
         return messages_error_body(error.code or "upstream_error", status, error.message,
-                                   request_id.decode("latin-1") if request_id else None)
+                                   request_id.decode("latin-1") if request_id else None, error.param)

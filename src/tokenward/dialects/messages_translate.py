@@ -80,16 +80,19 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
 # -- request -------------------------------------------------------------------------
 
 
-def chat_request(parsed: Parsed, checked: bool = False, native: bool = False) -> dict[str, Any]:
+def chat_request(parsed: Parsed, checked: bool = False, native: bool = False,
+                 marks: dict[int, str] | None = None) -> dict[str, Any]:
     """The chat-completions request for a Messages (or count_tokens) request.
     ``checked``: the caller already asked ``unsupported``. ``native``: the view of a request
     that goes to the upstream as it is (server-side blocks and tools are left out: the
-    upstream's own, counted and screened apart, dialects/messages_doc.py)."""
+    upstream's own, counted and screened apart, dialects/messages_doc.py). ``marks``: filled
+    with where each chat message and part came from (id -> the client's param), to name a
+    refusal's field in the client's terms (dialects/params.py)."""
     problems = [] if checked or native else unsupported(parsed)
     if problems:
         raise problems[0].refusal()
     req = parsed.request
-    chat: dict[str, Any] = {"model": req.model, "messages": _messages(req)}
+    chat: dict[str, Any] = {"model": req.model, "messages": _messages(req, marks)}
     max_tokens = getattr(req, "max_tokens", None)
     if isinstance(max_tokens, int):
         chat["max_tokens"] = max_tokens
@@ -105,7 +108,9 @@ def chat_request(parsed: Parsed, checked: bool = False, native: bool = False) ->
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}
     if parsed.tools:
-        chat["tools"] = [{"type": "function", "function": _function(tool)} for tool in parsed.tools]
+        places = {id(tool): i for i, tool in enumerate(parsed.all_tools)}
+        chat["tools"] = [_mark(marks, {"type": "function", "function": _function(tool)},
+                               f"tools[{places.get(id(tool), k)}]") for k, tool in enumerate(parsed.tools)]
     _tool_choice(req.tool_choice, chat)
     _output(req, chat)
     return chat
@@ -146,54 +151,63 @@ def _tool_choice(choice: Any, chat: dict[str, Any]) -> None:
         chat["parallel_tool_calls"] = False
 
 
-def _messages(req: Any) -> list[dict[str, Any]]:
+def _mark(marks: dict[int, str] | None, item: dict[str, Any], where: str) -> dict[str, Any]:
+    if marks is not None:
+        marks[id(item)] = where
+    return item
+
+
+def _messages(req: Any, marks: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """The chat messages. System turns inside ``messages`` join the leading system message
     (chat templates of vLLM's Qwen, Llama and Mistral models refuse a system message that
     is not first), after ``system``, in order."""
     system: list[dict[str, Any]] = []
     if isinstance(req.system, str):
-        system.append({"type": "text", "text": req.system})
+        system.append(_mark(marks, {"type": "text", "text": req.system}, "system"))
     elif isinstance(req.system, list):
-        system.extend({"type": "text", "text": b.text} for b in req.system)
+        system.extend(_mark(marks, {"type": "text", "text": b.text}, f"system[{k}]") for k, b in enumerate(req.system))
     out: list[dict[str, Any]] = []
     for i, message in enumerate(req.messages):
         if message.role == "system":
-            system.extend(_system_parts(message))
+            system.extend(_system_parts(message, i, marks))
         elif isinstance(message.content, str):
-            out.append({"role": message.role, "content": message.content})
+            out.append(_mark(marks, {"role": message.role, "content": message.content}, f"messages[{i}]"))
         elif message.role == "user":
-            out.extend(_user(message, i))
+            out.extend(_user(message, i, marks))
         else:
-            out.append(_assistant(message, i))
+            out.append(_assistant(message, i, marks))
     if system:
         lead = system[0]["text"] if len(system) == 1 and isinstance(req.system, str) else system
-        out.insert(0, {"role": "system", "content": lead})
+        out.insert(0, _mark(marks, {"role": "system", "content": lead}, "system"))
     return out
 
 
-def _system_parts(message: Message) -> list[dict[str, Any]]:
+def _system_parts(message: Message, i: int, marks: dict[int, str] | None) -> list[dict[str, Any]]:
     if isinstance(message.content, str):
-        return [{"type": "text", "text": message.content}]
-    return [{"type": "text", "text": block.text} for block in message.content if isinstance(block, TextBlock)]
+        return [_mark(marks, {"type": "text", "text": message.content}, f"messages[{i}].content")]
+    return [_mark(marks, {"type": "text", "text": block.text}, f"messages[{i}].content[{j}]")
+            for j, block in enumerate(message.content) if isinstance(block, TextBlock)]
 
 
-def _user(message: Message, i: int) -> list[dict[str, Any]]:
+def _user(message: Message, i: int, marks: dict[int, str] | None = None) -> list[dict[str, Any]]:
     """Tool results first (each a tool message, right after the assistant's calls), then
     the rest of the turn as one user message."""
     tools: list[dict[str, Any]] = []
     parts: list[dict[str, Any]] = []
     for j, block in enumerate(message.content):
+        where = f"messages[{i}].content[{j}]"
         if isinstance(block, ToolResultBlock):
-            tools.append({"role": "tool", "tool_call_id": block.tool_use_id, "content": _result_text(block)})
+            tools.append(_mark(marks, {"role": "tool", "tool_call_id": block.tool_use_id,
+                                       "content": _result_text(block)}, where))
         elif isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
+            parts.append(_mark(marks, {"type": "text", "text": block.text}, where))
         elif isinstance(block, ImageBlock):
-            parts.append({"type": "image_url", "image_url": {"url": _image_url(block)}})
+            parts.append(_mark(marks, {"type": "image_url", "image_url": {"url": _image_url(block)}}, where))
         elif isinstance(block, (DocumentBlock, SearchResultBlock)):
-            parts.extend(_document_parts(block))
+            parts.extend(_mark(marks, part, where) for part in _document_parts(block))
         elif not isinstance(block, SERVER_BLOCKS) and not _dropped(block):
-            raise _misplaced(block, "user", f"messages[{i}].content[{j}]")
-    return tools + ([{"role": "user", "content": parts}] if parts else [])
+            raise _misplaced(block, "user", where)
+    return tools + ([_mark(marks, {"role": "user", "content": parts}, f"messages[{i}]")] if parts else [])
 
 
 def _dropped(block: Any) -> bool:
@@ -254,25 +268,26 @@ def _image_url(block: ImageBlock) -> str:
     return ""   # a file_id: refused by the parse's rules
 
 
-def _assistant(message: Message, i: int) -> dict[str, Any]:
+def _assistant(message: Message, i: int, marks: dict[int, str] | None = None) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
     for j, block in enumerate(message.content):
         if isinstance(block, TextBlock):
-            parts.append({"type": "text", "text": block.text})
+            parts.append(_mark(marks, {"type": "text", "text": block.text}, f"messages[{i}].content[{j}]"))
         elif isinstance(block, ToolUseBlock):
             raw = bytes(block.input)
             if not raw.lstrip().startswith(b"{"):
                 param = f"messages[{i}].content[{j}].input"
                 raise Refusal(Reason.invalid_field, f"Invalid value at {param}: a tool_use input must be an "
                               "object", param=param)
-            calls.append({"id": block.id, "type": "function",
-                          "function": {"name": block.name, "arguments": raw.decode()}})
+            calls.append(_mark(marks, {"id": block.id, "type": "function",
+                                       "function": {"name": block.name, "arguments": raw.decode()}},
+                               f"messages[{i}].content[{j}]"))
         elif not isinstance(block, SERVER_BLOCKS) and not _dropped(block):
             raise _misplaced(block, "assistant", f"messages[{i}].content[{j}]")
     # tool calls alone: content "" (OpenAI and vLLM take null too, llama.cpp's server and its
     # chat templates only a string)
-    out: dict[str, Any] = {"role": "assistant", "content": parts or ""}
+    out: dict[str, Any] = _mark(marks, {"role": "assistant", "content": parts or ""}, f"messages[{i}]")
     if calls:
         out["tool_calls"] = calls
     return out

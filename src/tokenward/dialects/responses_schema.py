@@ -294,6 +294,7 @@ class FlatTool(msgspec.Struct, frozen=True):
     name: str
     namespace: Union[str, None]
     tool: Any     # FunctionTool | CustomTool
+    param: str = "tools"   # where the client's request has it (tools[2], input[0].tools[1].tools[3])
 
 
 class FunctionChoice(Strict, tag_field="type", tag="function", kw_only=True):
@@ -550,7 +551,7 @@ def _tools(raws: list[Raw], where: str) -> tuple[list[Any], list[str], list[Flat
             if isinstance(tool, NamespaceTool):
                 flat += _members(tool, f"{where}[{i}]")
             else:
-                flat.append(FlatTool(tool.name, tool.name, tool.name, None, tool))
+                flat.append(FlatTool(tool.name, tool.name, tool.name, None, tool, f"{where}[{i}]"))
         elif isinstance(kind, str) and kind in BUILTIN_TOOLS:
             builtin.append(kind)
             typed.append(raw)
@@ -571,7 +572,7 @@ def _members(namespace: NamespaceTool, where: str) -> list[FlatTool]:
         member = decode_sub(raw, _TOOLS[str(kind)], f"{where}.tools[{j}]")
         members.append(member)
         out.append(FlatTool(f"{namespace.name}__{member.name}", f"{namespace.name}.{member.name}", member.name,
-                            namespace.name, member))
+                            namespace.name, member, f"{where}.tools[{j}]"))
     namespace.tools = members       # typed, for the render
     return out
 

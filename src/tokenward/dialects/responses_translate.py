@@ -106,17 +106,19 @@ def _unsupported_items(parsed: Parsed) -> list[Unsupported]:
 # -- request -------------------------------------------------------------------------
 
 
-def chat_request(parsed: Parsed, checked: bool = False, native: bool = False) -> dict[str, Any]:
+def chat_request(parsed: Parsed, checked: bool = False, native: bool = False,
+                 marks: dict[int, str] | None = None) -> dict[str, Any]:
     """The chat-completions request for a Responses request (a ``Refusal`` if none exists).
     ``checked``: the caller already asked ``unsupported``. ``native``: the view of a request
     that goes to the upstream as it is: every function tool (``allowed_tools`` narrows
     nothing here, the upstream does it), server-side items left out (the upstream's own,
-    counted and screened apart, dialects/responses_doc.py)."""
+    counted and screened apart, dialects/responses_doc.py). ``marks``: filled with where each
+    chat message, part and tool came from (id -> the client's param: dialects/params.py)."""
     problems = [] if checked or native else unsupported(parsed)
     if problems:
         raise problems[0].refusal()
     req = parsed.request
-    chat: dict[str, Any] = {"model": req.model, "messages": _messages(parsed)}
+    chat: dict[str, Any] = {"model": req.model, "messages": _messages(parsed, marks)}
     if isinstance(req.max_output_tokens, int):
         chat["max_tokens"] = req.max_output_tokens
     for name in ("temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier", "prompt_cache_key"):
@@ -126,7 +128,7 @@ def chat_request(parsed: Parsed, checked: bool = False, native: bool = False) ->
     if req.stream is True:
         chat["stream"] = True
         chat["stream_options"] = {"include_usage": True}
-    _tools(parsed, chat, native)
+    _tools(parsed, chat, native, marks)
     if req.text not in (None, UNSET) and req.text.format is not UNSET:
         fmt = req.text.format
         if isinstance(fmt, TextFormatJsonSchema):
@@ -144,7 +146,7 @@ def _present(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
     return {n: getattr(struct, n) for n in names if getattr(struct, n) not in (UNSET, None)}
 
 
-def _tools(parsed: Parsed, chat: dict[str, Any], native: bool) -> None:
+def _tools(parsed: Parsed, chat: dict[str, Any], native: bool, marks: dict[int, str] | None = None) -> None:
     """Every client-run tool (top level, and in ``additional_tools`` items) as a chat
     function, a namespace's members flattened to ``NAMESPACE__TOOL`` (their calls are named
     back in the answer, ``tool_names``)."""
@@ -156,7 +158,8 @@ def _tools(parsed: Parsed, chat: dict[str, Any], native: bool) -> None:
             tools = [tool for tool in tools if tool.name in allowed or tool.entitled in allowed]
         choice = choice.mode
     if tools:
-        chat["tools"] = [{"type": "function", "function": _function(tool)} for tool in tools]
+        chat["tools"] = [_mark(marks, {"type": "function", "function": _function(tool)}, tool.param)
+                         for tool in tools]
     if isinstance(choice, (FunctionChoice, CustomChoice)):
         chat["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
     elif isinstance(choice, str):
@@ -205,18 +208,24 @@ def _call(item: FunctionCallItem | CustomToolCallItem) -> dict[str, Any]:
             "function": {"name": chat_name(item.name, item.namespace), "arguments": arguments}}
 
 
-def _messages(parsed: Parsed) -> list[dict[str, Any]]:
+def _mark(marks: dict[int, str] | None, item: dict[str, Any], where: str) -> dict[str, Any]:
+    if marks is not None:
+        marks[id(item)] = where
+    return item
+
+
+def _messages(parsed: Parsed, marks: dict[int, str] | None = None) -> list[dict[str, Any]]:
     req = parsed.request
     out: list[dict[str, Any]] = []
     if isinstance(req.instructions, str):
-        out.append({"role": "system", "content": req.instructions})
+        out.append(_mark(marks, {"role": "system", "content": req.instructions}, "instructions"))
     if isinstance(req.input, str):
-        out.append({"role": "user", "content": req.input})
-    for i, item in enumerate(parsed.items):
+        out.append(_mark(marks, {"role": "user", "content": req.input}, "input"))
+    for i, item in enumerate(parsed.all_items):
         if isinstance(item, MessageItem):
-            out.append(_message(item, i))
+            out.append(_message(item, i, marks))
         elif isinstance(item, (FunctionCallItem, CustomToolCallItem)):
-            call = _call(item)
+            call = _mark(marks, _call(item), f"input[{i}]")
             last = out[-1] if out else None
             if last is not None and last["role"] == "assistant" and last.get("_open"):
                 last.setdefault("tool_calls", []).append(call)
@@ -227,7 +236,7 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
         elif isinstance(item, (FunctionCallOutputItem, CustomToolCallOutputItem)):
             content = item.output if isinstance(item.output, str) else [
                 {"type": "text", "text": part.text} for part in item.output if isinstance(part, InputText)]
-            out.append({"role": "tool", "tool_call_id": item.call_id, "content": content})
+            out.append(_mark(marks, {"role": "tool", "tool_call_id": item.call_id, "content": content}, f"input[{i}]"))
         # reasoning items: a chat backend has no place for them; dropped (their text is
         # counted and screened apart when the body goes natively). Server-side items:
         # refused when translated, the upstream's own when native. additional_tools
@@ -239,12 +248,13 @@ def _messages(parsed: Parsed) -> list[dict[str, Any]]:
     return out
 
 
-def _message(item: MessageItem, i: int) -> dict[str, Any]:
+def _message(item: MessageItem, i: int, marks: dict[int, str] | None = None) -> dict[str, Any]:
     if isinstance(item.content, str):
         content: Any = item.content
     else:
-        content = [_part(part, item.role, f"input[{i}].content[{j}]") for j, part in enumerate(item.content)]
-    message: dict[str, Any] = {"role": item.role, "content": content}
+        content = [_mark(marks, _part(part, item.role, f"input[{i}].content[{j}]"), f"input[{i}].content[{j}]")
+                   for j, part in enumerate(item.content)]
+    message: dict[str, Any] = _mark(marks, {"role": item.role, "content": content}, f"input[{i}]")
     if item.role == "assistant":
         message["_open"] = True   # function_call items right after it join its tool_calls
     return message

@@ -22,6 +22,9 @@ and no lower layer probes a route for optional attributes:
 - ``entitled_name(name)``: the name the plan's ``allow_tools`` entitles a tool of the
   validated body by (a Responses namespace's member, ``NAMESPACE__TOOL`` in the chat view,
   is entitled as ``NAMESPACE.TOOL``);
+- ``client_terms(refusal)``: the refusal with its ``param`` in the terms of the client's
+  own request (a dialect's chat view names ``tools[0].function.parameters`` what the
+  client calls ``tools[2].input_schema``);
 - ``edit_answer(editor)``: the response transform that applies a text editor (the
   personal-data restorer, the output redactor: chat-shaped ``StreamTextEdit``s) to the
   answer this route's upstream writes: the editor itself for a chat answer, wrapped for
@@ -33,6 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NamedTuple, Protocol, Sequence
 
 if TYPE_CHECKING:
+    from ..errors import Refusal
     from ..pii.stream_edit import StreamTextEdit
     from ..validation.result import NormalizedRequest
     from ..validation.texts import TextUnit
@@ -67,5 +71,7 @@ class Route(Protocol):
     def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None: ...
 
     def entitled_name(self, name: str) -> str: ...
+
+    def client_terms(self, refusal: Refusal) -> Refusal: ...
 
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform: ...

@@ -99,6 +99,9 @@ class Runner:
 
     async def _refuse(self, ctx: RequestContext, held: list[Stage], stage_name: str,
                       refusal: Refusal) -> None:
+        route = ctx.route
+        if route is not None and refusal.param:
+            refusal = route.client_terms(refusal)   # a dialect names its own fields (pipeline/route.py)
         ctx.refused_by(stage_name, refusal)
         if not ctx.lifecycle.done:
             ctx.lifecycle.move(State.REJECTED)

@@ -57,6 +57,9 @@ class Route:
     def entitled_name(self, name: str) -> str:
         return name
 
+    def client_terms(self, refusal: Refusal) -> Refusal:
+        return refusal
+
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
         return editor
 

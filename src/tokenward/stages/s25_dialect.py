@@ -54,6 +54,7 @@ from ..dialects.common import encode
 from ..dialects.document import Document
 from ..dialects.messages_doc import Decisions
 from ..dialects.native_edit import NativeEdit
+from ..dialects.params import client_terms
 from ..dialects.envelopes import anthropic_error_type
 from ..dialects.exit import DialectSend, TranslatedAnswer
 from ..errors import Reason, Refusal
@@ -137,6 +138,15 @@ class DialectRoute:
     def entitled_name(self, name: str) -> str:
         """A Responses namespace's member is entitled as NAMESPACE.TOOL (chat: NAMESPACE__TOOL)."""
         return self.entitled.get(name, name)
+
+    def client_terms(self, refusal: Refusal) -> Refusal:
+        """A later stage's refusal names the chat view's field: named again as the client's."""
+        parsed, native = self.parsed, self.native
+        translate = responses_translate if self.dialect == "responses" else messages_translate
+
+        def again(marks: dict[int, str]) -> dict[str, Any]:
+            return translate.chat_request(parsed, checked=True, native=native, marks=marks)
+        return client_terms(refusal, self.dialect, again)
 
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
         """A translated answer is chat when editors read it; a native one is the dialect's."""
