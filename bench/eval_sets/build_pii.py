@@ -67,7 +67,7 @@ PLANTED = {"phone_number": "PHONE", "credit_card_number": "CREDIT_CARD", "email"
            "ssn": "US_SSN", "ip_address": "IP_ADDRESS", "address": "STREET_ADDRESS", "street": "STREET_ADDRESS"}
 # filled but not planted (not personal on their own)
 OTHER = {"organization": "company", "city": "city", "country": "country", "url": "url", "year": "year",
-         "job": "job", "date_time": "date", "date_of_birth": "date_of_birth", "day_of_week": "day_of_week",
+         "job": "job", "date_time": "date_time", "date_of_birth": "date_of_birth", "day_of_week": "day_of_week",
          "postcode": "postcode", "zipcode": "zipcode", "state_abbr": "state_abbr", "street_name": "street_name",
          "secondary_address": "secondary_address", "building_number": "building_number",
          "prefix_male": "prefix_male", "prefix_female": "prefix_female", "prefix": "prefix"}
@@ -203,6 +203,8 @@ class Values:
             return f.date_between_dates(FIXED_DAY - timedelta(days=80 * 365), FIXED_DAY).strftime("%B %d, %Y")
         if token == "date":
             return f.date_between_dates(FIXED_DAY - timedelta(days=30 * 365), FIXED_DAY).isoformat()
+        if token == "date_time":  # Faker's date() ends at now: the set changed with the day it was built
+            return f.date_between_dates(date(1970, 1, 1), FIXED_DAY).isoformat()
         if token == "year":
             return str(f.random_int(1950, FIXED_DAY.year))
         if token == "day_of_week":
