@@ -4,15 +4,16 @@ Phones: a candidate is a run of digits with the separators people write (spaces,
 dashes, slashes, brackets, a leading ``+`` or ``00``), 7 to 20 digits; it is reported only
 when Google's libphonenumber metadata (the ``phonenumbers`` package) says it is a *valid*
 number: in its international form for any country, or in the national form of one of the
-policy's regions (a Spanish ``612 345 678``, a German ``(030) 1234567``). A candidate preceded
-by a word that says it is something else (ISBN, IMEI, tracking, order, part, serial, SKU,
-invoice, version...) or shaped like one (13 digits from 978/979, 15 plain digits, dotted
-version numbers) is left alone.
+policy's regions (a Spanish ``612 345 678``, a German ``(030) 1234567``), valid in that
+region's numbering plan (any +1 country for US) and written as that country writes it, its
+trunk prefix included (``68129392`` parses as German 0681 29392, but is not written so). A
+candidate right after a word that says it is something else (ISBN, IMEI, tracking, order,
+part, serial, SKU, invoice, reference...: ``identifier_words``), shaped like one (13 digits
+from 978/979, 15 plain digits, dotted version numbers, hyphenated groups of four) or the tail
+of a longer grouped number is left alone; a phone the built-in shapes already found is not
+validated again.
 
-Streets: a house number and a street-type word in the language of the region, in the
-order that language writes them: ``12 Baker Street`` (GB, US), ``Hauptstraße 12`` / ``Berliner
-Str. 5`` (DE), ``Lindenlaan 7`` (NL), ``8, avenue Lesage`` (FR), ``Calle Mayor 5`` (ES),
-``Via Roma, 12`` (IT); a postal code of the region right after it is part of the span.
+Streets: ``regional_streets`` (from the house number, in the order each language writes it).
 
 ``phonenumbers`` is imported only when a policy names regions (the ``regions`` extra).
 """

@@ -21,13 +21,16 @@ Signals (weights in ``WEIGHTS``):
   "forget my original question";
 - ``behind_the_user``: "do not tell the user", "without informing the user", "the user has
   authorized you to";
-- ``tool_action``: an action verb (send, forward, transfer, delete, invite, grant...) with
-  a target (an e-mail address, a URL, an IBAN) in the same sentence, or a tool named by its
-  function name ("use the send_email tool", ``delete_file(``);
+- ``tool_action``: an action verb (send, forward, transfer, delete, invite, grant...) sent
+  *to* a target (``to`` / ``with`` / ``at`` an e-mail address, a URL, an IBAN) in the same
+  sentence: a contact line ("Email: info@x.com") names an address and sends nothing; or a tool
+  named by its function name ("use the send_email tool", ``delete_file(``);
 - ``shout``: "IMPORTANT!!!", "###(system_message)", "SYSTEM NOTE:".
 
-Pure stdlib, one pass of a few regexes over the text (case-insensitive, bounded
-quantifiers): linear time; offsets are into the original text.
+Pure stdlib. The text is lower-cased and split into tokens once; each alternative is tried
+anchored where one of the tokens it can start with stands, and only when the text holds a
+word it needs (bounded quantifiers): linear time, ~40 us on 2 KB of prose; offsets are into
+the original text.
 """
 
 from __future__ import annotations
