@@ -44,6 +44,10 @@ def test_national_formats_are_found(text, value, label):
     "Your parcel 9400 11162 0079 7058 3499 30 left the depot.",
     "It rang up as 68129392 twice.",                         # German 0681 29392 without its trunk 0
     "Replace it with 4830-6022-4045 before May.",            # groups of four in hyphens: a code
+    # read in the evaluation sets' benign tool outputs (agentdojo, botocore, protectrag)
+    '{"read": true, "timestamp": "2024-05-12 19:00:00"}',    # a timestamp, not a number to call
+    "Open Monday through Friday, 9 AM to 5 PM EST.",          # "EST" is a time zone, not an Estate
+    "Route 53 Global Resolver is a global service.",          # "is" is a verb, not USPS's "Is"land
 ])
 def test_look_alikes_are_left_alone(text):
     assert PatternDetector(None, REGIONS).find(text) == []

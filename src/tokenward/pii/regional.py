@@ -31,6 +31,7 @@ REGIONS = ("US", "CA", "GB", "IE", "DE", "AT", "CH", "FR", "BE", "ES", "IT", "NL
 _PHONE = re.compile(r"(?<![\w.+/-])(?:\+|00)?\(?\d[\d ().\-/]{5,22}\d(?![\w/-]|\.\d)")
 # Where a phone candidate may start: a digit run with six more digits close behind it (at most
 # two separators between digits).
+_DATE = re.compile(r"\b(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2})\b")
 _STREET_INITIALS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖØÙÚÛÜÝÞnN")
 _PHONE_AHEAD = r"(?=(?:[ ().\-/]{0,2}[0-9]){6})"
 
@@ -130,8 +131,8 @@ class RegionalFinder:
             return False
         if start >= 2 and text[start - 1] in " -" and text[start - 2].isdigit():
             return False                                             # the tail of a longer number
-        if re.fullmatch(r"\d+(?:\.\d+){1,3}", candidate):           # a version or a dotted date
-            return False
+        if re.fullmatch(r"\d+(?:\.\d+){1,3}", candidate) or _DATE.search(candidate):
+            return False                                             # a version, a date, a timestamp
         plain = candidate.isdigit()
         if plain and (len(digits) == 15 or (len(digits) == 13 and digits[:3] in ("978", "979"))):
             return False                                             # an IMEI, an ISBN-13 / EAN

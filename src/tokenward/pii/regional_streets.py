@@ -29,9 +29,11 @@ from .spans import Span
 
 __all__ = ["StreetFinder"]
 
-# English: every USPS Publication 28 C1 street suffix (pii/digit_shapes.py) and the British
-# street words it lacks
-_EN_WORDS = frozenset({w.lower() for w in USPS_SUFFIXES} | {
+# English: the USPS Publication 28 C1 street suffixes but the two-letter abbreviations ("Is",
+# "Mt", "Pr", read in any case, are words: "the Resolver is"; pii/digit_shapes.py), the usual
+# short ones, and the British street words USPS lacks
+_EN_WORDS = frozenset({w.lower() for w in USPS_SUFFIXES if len(w) >= 3} | {
+    "st", "rd", "ave", "ln", "dr", "pl", "ct", "sq", "cir", "hwy", "way", "row", "run", "key",
     "close", "gardens", "terrace", "mews", "parade", "rise", "vale", "wharf", "yard", "centre", "grove",
     "hill", "row", "walk", "green", "view", "way", "embankment", "approach", "broadway", "circus", "quay",
     "drove", "gate", "end", "side", "croft", "chase", "lea", "leys", "mead", "dene", "glade", "fold"})
@@ -101,7 +103,8 @@ class StreetFinder:
         first = []   # the pattern after the house number's first digit
         if "EN" in langs:
             units = "|".join(rf"(?<=(?i:{re.escape(u)}) [0-9])" for u in _UNITS)
-            street = rf"(?:{_NAME} ){{1,3}}(?i:{_alternation(_EN_WORDS)})s?\b\.?"
+            # the street word in any case but capitals ("5 PM EST" is a time)
+            street = rf"(?:{_NAME} ){{1,3}}(?![A-Z]{{2}})(?i:{_alternation(_EN_WORDS)})s?\b\.?"
             # "12 Baker Street"; after a unit, "Flat 17, Janet Meadows" or "Studio 12\nO'Neill Isle"
             first += [rf"{_NUM_TAIL} {street}", rf"(?:{units}){_NUM_TAIL}[,\n ]\s?{street}"]
         if "FR" in langs:
