@@ -44,6 +44,20 @@ def rows_by_source() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     return pool, held
 
 
+def code_version(*modules: str) -> str:
+    """A digest of the screening modules' source: a cached score is reused only for the same code."""
+    here = Path(__file__).resolve().parents[1] / "src" / "tokenward" / "screening"
+    names = {"injection": ["injection.py", "injection_patterns.py", "injection_vocab.py", "injection_documents.py",
+                           "encoded.py", "folding.py"], "tool_output": ["tool_output.py"]}
+    digest = hashlib.sha256()
+    for module in modules:
+        for name in names[module]:
+            path = here / name
+            if path.exists():
+                digest.update(path.read_bytes())
+    return digest.hexdigest()[:10]
+
+
 def scored(rows: list[dict], detectors: dict[str, Callable[[list[str]], list[float]]]) -> None:
     """Adds ``r["s"][name]`` for every detector, from the cache where it can."""
     cache = json.loads(CACHE.read_text()) if CACHE.exists() else {}

@@ -148,8 +148,11 @@ def held_out(use_classifier: bool) -> None:
 
     pool, held = loso.rows_by_source()
     rows = [r for rs in [*pool.values(), *held.values()] for r in rs]
-    detectors = {"heuristic": lambda texts: [HeuristicInjection().score([t])[0] for t in texts],
-                 "tool_output": lambda texts: [ToolOutputInjection().score([t])[0] for t in texts]}
+    # the built-in detectors' cached scores are keyed by their code (bench/held_out_source.py)
+    detectors = {f"heuristic@{loso.code_version('injection')}":
+                 lambda texts: [HeuristicInjection().score([t])[0] for t in texts],
+                 f"tool_output@{loso.code_version('injection', 'tool_output')}":
+                 lambda texts: [ToolOutputInjection().score([t])[0] for t in texts]}
     if use_classifier:
         from tokenward.screening.classifier import ClassifierInjection
 
@@ -161,8 +164,10 @@ def held_out(use_classifier: bool) -> None:
                 model.close()
         detectors["classifier"] = classify
     loso.scored(rows, detectors)
+    for r in rows:     # the configurations name the detectors without their code version
+        r["s"] = {name.split("@")[0]: v for name, v in r["s"].items()}
     for name, (names, weighted, channels, risky_bar, benign_bar) in CONFIGS.items():
-        if not all(n in detectors for n in names):
+        if not all(n in {d.split("@")[0] for d in detectors} for n in names):
             continue
         keep = lambda rs: [r for r in rs if r["channel"] in channels]    # noqa: E731
         p = {s: keep(rs) for s, rs in pool.items() if keep(rs)}

@@ -1,6 +1,6 @@
 """Phones and street addresses by country, and look-alikes, for ``pii.regions`` (pii/regional.py).
 
-    python3 bench/pii_regions.py [--regions US,GB,DE,FR,ES,IT,NL] [--per 60]
+    python3 bench/pii_regions.py [--regions US,GB,DE,FR,ES,IT,NL] [--per 60] [--seed 40]
 
 Values come from outside generators, never written here (licences: bench/eval_sets/SOURCES.md):
 
@@ -16,8 +16,17 @@ Values come from outside generators, never written here (licences: bench/eval_se
 
 Each value is put in a sentence (``Please call {} tomorrow.``); a value counts as found when
 one PHONE (or STREET_ADDRESS) span covers its digits (a street: covers its house number and
-street word). Look-alikes must get no span at all. Then the CPU per KB of the built-in
-detector with and without the regions, on 2 KB of prose with everyday numbers.
+street word). Look-alikes must get no span at all; each is put in every frame of its family
+(``LOOKALIKE_FRAMES``): frames where a word says what the number is (``Part {}``, ``IMEI
+{}``, ``Reference: {}``), and one **bare** frame with no such word, reported apart (a bare
+``483-06-0224`` is an SSN as far as any reader can tell).
+
+The seed: 40 is the reported run; the rules were written against seed 1's misses (dev).
+
+Then the CPU of the built-in detectors with and without the regions: the personal-data
+patterns alone on 2 KB of prose with one numbered sentence and on 2 KB of number-heavy prose
+(bench/pii_recall.py's, a number every few words), and the detectors of the ``standard``
+policy together (injection heuristic + patterns) on the same texts.
 """
 
 from __future__ import annotations
@@ -40,7 +49,7 @@ PHONE_FRAMES = ("Please call {} tomorrow.", "My number is {}.", "Reach the offic
 STREET_FRAMES = ("I live at {}.", "Ship it to {}, please.", "The meeting is at {} on Monday.")
 
 
-def phones(region: str, per: int) -> list[str]:
+def phones(region: str, per: int, seed: int) -> list[str]:
     import phonenumbers
     from faker import Faker
 
@@ -53,25 +62,39 @@ def phones(region: str, per: int) -> list[str]:
         for fmt in (pn.PhoneNumberFormat.NATIONAL, pn.PhoneNumberFormat.INTERNATIONAL, pn.PhoneNumberFormat.E164):
             out.append(pn.format_number(ex, fmt))
     fake = Faker(LOCALES[region])
-    fake.seed_instance(40)
+    fake.seed_instance(seed)
     out += [fake.phone_number() for _ in range(per)]
     return list(dict.fromkeys(out))
 
 
-def streets(region: str, per: int) -> list[str]:
+def streets(region: str, per: int, seed: int) -> list[str]:
     from faker import Faker
 
     fake = Faker(LOCALES[region])
-    fake.seed_instance(40)
+    fake.seed_instance(seed)
     return list(dict.fromkeys(fake.street_address() for _ in range(per)))
 
 
-def lookalikes(per: int) -> dict[str, list[str]]:
+# Frames per family: the first ones name what the number is; the last (None key) is bare.
+LOOKALIKE_FRAMES = {
+    "isbn": ("Reference: {} (see the attached list).", "The book's ISBN is {}.", "Please order two copies of {}."),
+    "ean": ("Reference: {} (see the attached list).", "Scan barcode {} at the till.", "It rang up as {} twice."),
+    "imei": ("Reference: {} (see the attached list).", "The handset's IMEI is {}.", "Unlock {} for the new owner."),
+    "tracking": ("Reference: {} (see the attached list).", "Your parcel {} left the depot.",
+                 "Use {} on the carrier's site."),
+    "version": ("Reference: {} (see the attached list).", "We pinned the agent at version {}.",
+                "Upgrade to {} tonight."),
+    "part": ("Reference: {} (see the attached list).", "Part {} fits the 2019 model.", "SKU {} is back in stock.",
+             "Order spare part no. {} from the supplier.", "Replace the filter with {} before May."),
+}
+
+
+def lookalikes(per: int, seed: int) -> dict[str, list[str]]:
     from faker import Faker
     from stdnum import luhn
 
     fake = Faker("en_US")
-    fake.seed_instance(40)
+    fake.seed_instance(seed)
     out: dict[str, list[str]] = {"isbn": [], "ean": [], "imei": [], "tracking": [], "version": [], "part": []}
     for _ in range(per):
         out["isbn"] += [f"ISBN {fake.isbn13()}", f"ISBN-10 {fake.isbn10()}", fake.isbn13()]
@@ -90,20 +113,12 @@ def covered(spans, text: str, value: str, start: int, label: str, anchors) -> bo
     return any(e == label and a <= start + anchors[0] and b >= start + anchors[1] for a, b, e in spans)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--regions", default="US,GB,DE,FR,ES,IT,NL")
-    parser.add_argument("--per", type=int, default=60)
-    args = parser.parse_args()
-    regions = args.regions.split(",")
-    detector = PatternDetector(None, regions)
-    plain = PatternDetector(None)
-    print(f"regions {', '.join(regions)}; built-in patterns with pii.regions")
+def recall_table(detector: PatternDetector, regions: list[str], per: int, seed: int) -> None:
     print(f"{'region':<7} {'phones found':>16} {'streets found':>16}")
     for region in regions:
         row = []
-        for label, values, frames in (("PHONE", phones(region, args.per), PHONE_FRAMES),
-                                      ("STREET_ADDRESS", streets(region, args.per), STREET_FRAMES)):
+        for label, values, frames in (("PHONE", phones(region, per, seed), PHONE_FRAMES),
+                                      ("STREET_ADDRESS", streets(region, per, seed), STREET_FRAMES)):
             found = 0
             for i, value in enumerate(values):
                 text = frames[i % len(frames)].format(value)
@@ -116,25 +131,75 @@ def main() -> None:
                 found += covered(detector.find(text), text, value, start, label, anchors)
             row.append(f"{found}/{len(values)} ({found / max(len(values), 1):.0%})")
         print(f"{region:<7} {row[0]:>16} {row[1]:>16}")
-    masked = 0
-    total = 0
-    for family, values in lookalikes(args.per // 2).items():
-        hits = [v for v in values if detector.find(f"Reference: {v} (see the attached list).")]
-        kinds = {e for v in hits for _, _, e in detector.find(f"Reference: {v} (see the attached list).")}
-        total += len(values)
-        masked += len(hits)
-        print(f"look-alikes {family:<9} {len(hits)}/{len(values)} masked {sorted(kinds) if kinds else ''}")
-    print(f"look-alikes masked in all: {masked}/{total}")
+
+
+def lookalike_table(detector: PatternDetector, per: int, seed: int) -> None:
+    named = [0, 0]
+    bare = [0, 0]
+    for family, values in lookalikes(per, seed).items():
+        frames = LOOKALIKE_FRAMES[family]
+        for k, frame in enumerate(frames):
+            texts = [frame.format(v) for v in values]
+            hits = [(t, detector.find(t)) for t in texts]
+            hits = [(t, spans) for t, spans in hits if spans]
+            kinds = sorted({e for _, spans in hits for _, _, e in spans})
+            tally = bare if k == len(frames) - 1 else named
+            tally[0] += len(hits)
+            tally[1] += len(texts)
+            print(f"look-alikes {family:<9} {'bare ' if tally is bare else 'named'} {len(hits):>3}/{len(texts)} masked "
+                  f"{kinds if kinds else ''}  frame: {frame!r}")
+            for text, spans in hits[:2]:
+                print(f"    e.g. {text!r}: {[(text[a:b], e) for a, b, e in spans]}")
+    print(f"look-alikes masked, frames naming what the number is: {named[0]}/{named[1]}; bare frames: "
+          f"{bare[0]}/{bare[1]}")
+
+
+def cpu_table(regions: list[str]) -> None:
+    from bench.pii_recall import prose_2kb
+    from tokenward.screening.injection import HeuristicInjection
+
     prose = (Path(ROOT / "bench" / "pii_recall.py").read_text().split("_PROSE = (")[1].split(")\n")[0])
     text = re.sub(r'"\s*"', "", prose).strip('"\n ')[:2048]
-    text = (text + " Order 4417 shipped on 12 March; 3 items, 25% off, room 204, version 2.4.1. ")[:2048]
-    for name, det in (("without regions", plain), ("with regions", detector)):
-        det.find(text)
-        started = time.process_time_ns()
-        for _ in range(2000):
-            det.find(text)
-        us = (time.process_time_ns() - started) / 2000 / 1000
-        print(f"CPU per call on 2 KB of prose with everyday numbers, {name}: {us:.1f} us ({us / 2:.1f} us per KB)")
+    light = (text + " Order 4417 shipped on 12 March; 3 items, 25% off, room 204, version 2.4.1. ")[:2048]
+    heavy = (prose_2kb(True)[:1900] + " Order 4417 shipped on 12 March; 3 items, 25% off, room 204, version 2.4.1. ")
+    heavy = heavy[:2048]
+    plain, regional, injection = PatternDetector(None), PatternDetector(None, regions), HeuristicInjection()
+
+    def per_call(fn, n: int = 2000) -> float:   # the least of 5 rounds: other load only adds
+        fn()
+        best = float("inf")
+        for _ in range(5):
+            started = time.process_time_ns()
+            for _ in range(n):
+                fn()
+            best = min(best, (time.process_time_ns() - started) / n / 1000)
+        return best
+
+    for name, sample in (("2 KB prose, one numbered sentence", light), ("2 KB number-heavy prose", heavy)):
+        digits = len(re.findall(r"\d+", sample))
+        print(f"CPU per call, {name} ({len(sample)} chars, {digits} digit runs):")
+        for label, fn in (("patterns", lambda: plain.find(sample)),
+                          ("patterns + regions", lambda: regional.find(sample)),
+                          ("injection + patterns", lambda: (injection.score([sample]), plain.find(sample))),
+                          ("injection + patterns + regions", lambda: (injection.score([sample]), regional.find(sample)))):
+            us = per_call(fn)
+            print(f"  {label:<32} {us:7.1f} us ({us * 1024 / len(sample):.1f} us per KB)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--regions", default="US,GB,DE,FR,ES,IT,NL")
+    parser.add_argument("--per", type=int, default=60)
+    parser.add_argument("--seed", type=int, default=40, help="Faker's seed (40: the reported run; 1: dev)")
+    parser.add_argument("--no-cpu", action="store_true")
+    args = parser.parse_args()
+    regions = args.regions.split(",")
+    detector = PatternDetector(None, regions)
+    print(f"regions {', '.join(regions)}; built-in patterns with pii.regions; seed {args.seed}")
+    recall_table(detector, regions, args.per, args.seed)
+    lookalike_table(detector, args.per // 2, args.seed)
+    if not args.no_cpu:
+        cpu_table(regions)
 
 
 if __name__ == "__main__":

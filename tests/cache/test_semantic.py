@@ -42,7 +42,7 @@ def test_the_shipped_threshold_never_serves_a_near_miss_and_reaches_most_paraphr
                   if hit]
     assert false_hits == []
     reach = sum(served(encoder, PAIRS["paraphrases"], threshold)) / len(PAIRS["paraphrases"])
-    assert reach >= 0.3, reach        # measured 32.5%: the signature's price (docs/cache.md)
+    assert reach >= 0.4, reach        # measured 42.5%: the signature's price (docs/cache.md)
 
 
 @pytest.mark.parametrize("a, b", [
@@ -59,6 +59,10 @@ def test_the_shipped_threshold_never_serves_a_near_miss_and_reaches_most_paraphr
     ("what is the price of the iphone 15", "what is the price of the iphone 14"),
     ("Can I cancel?", "Can't I cancel?"),
     ("How much holiday do full-time staff get?", "How much holiday do part-time staff get?"),
+    # a direction stays a role, even when only one side has it
+    ("Are there flights to Paris?", "Are there flights from Paris?"),
+    ("Explain recursion to a beginner.", "Explain recursion for a beginner."),
+    ("Who wrote the report?", "When was the report written?"),
 ])
 def test_the_signature_tells_apart_what_the_embedding_does_not(a, b):
     assert signature(a) != signature(b)
@@ -71,6 +75,10 @@ def test_the_signature_tells_apart_what_the_embedding_does_not(a, b):
     ("What's the way to sort a list in Python?", "How do I sort a list in Python?"),
     ("Remind me at seven pm", "remind me at 7pm"),
     ("What does the refund process involve?", "What does the refunds process involve?"),
+    # a word attached by "of" / "in" / "for" has no role of its own; the verbs that only ask are form
+    ("What does HTTP 404 mean?", "What is the meaning of HTTP 404?"),
+    ("What is photosynthesis?", "Can you explain what photosynthesis is?"),
+    ("Give me three tips for better sleep.", "Share three tips for better sleep."),
 ])
 def test_the_signature_lets_through_what_carries_no_meaning(a, b):
     assert signature(a) == signature(b)

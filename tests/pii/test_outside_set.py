@@ -76,3 +76,39 @@ def test_a_rebuild_gives_the_committed_files() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "bench/eval_sets/build_pii.py"), "--check"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+MOVED_CLOCK = """
+import datetime as dt, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+import build_pii
+plain_init = build_pii.Values.__init__
+def init(self, *wheels):
+    plain_init(self, *wheels)
+    import faker.providers.date_time as clock
+    class Later(dt.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return dt.datetime.now(tz) + dt.timedelta(days=1100)
+    clock.datetime = Later
+build_pii.Values.__init__ = init
+splits, _, _ = build_pii.build(Path.home() / ".cache" / "tokenward-eval")
+same = all(build_pii.dump(splits[s]) == (Path(sys.argv[1]) / f"pii_{s}.jsonl").read_text() for s in splits)
+sys.exit(0 if same else "the set depends on the day it is built")
+"""
+
+
+def test_the_set_does_not_depend_on_the_day_it_is_built() -> None:
+    """Faker's own dates end at "now" (its date() did, for {{date_time}}): with its clock three
+    years on, the rebuild must still be the committed bytes."""
+    import subprocess
+
+    from bench.eval_sets.build_pii import PINS
+
+    cache = Path.home() / ".cache" / "tokenward-eval"
+    if not all(list(cache.glob(f"{name.replace('-', '_')}-{version}-*.whl")) for name, (version, _, _) in PINS.items()):
+        pytest.skip("the pinned wheels are not in ~/.cache/tokenward-eval (build_pii.py downloads them)")
+    done = subprocess.run([sys.executable, "-c", MOVED_CLOCK, str(ROOT / "bench/eval_sets")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr

@@ -36,10 +36,16 @@ _ROLES = frozenset((
     "to", "from", "into", "onto", "for", "with", "without", "by", "before", "after", "in", "on", "at", "of",
     "between", "than", "via", "over", "under", "against", "per", "towards", "toward", "through", "within",
     "except", "during", "until", "since", "about", "off", "out", "up", "down", "vs", "versus"))
-# words that say nothing about what is asked
+# roles that only attach a word ("the plot of Hamlet" / "Hamlet's plot", "in Lisbon in May" / "Lisbon
+# in May"): read as no role. A direction (to / from / into / than / with / without ...) stays a role.
+_WEAK_ROLES = frozenset(("of", "in", "on", "for", "about", "at"))
+# words that say nothing about what is asked: articles, greetings, politeness, the asker, and
+# the verbs that only ask ("give me", "tell me", "explain", "suggest"): "What is photosynthesis?"
+# and "Explain photosynthesis" ask one thing
 _FILLER = frozenset((
     "a", "an", "the", "please", "kindly", "thanks", "thank", "hi", "hello", "hey", "team", "okay", "ok", "so",
-    "um", "uh", "well", "just", "quick", "actually", "basically", "folks", "you", "is"))
+    "um", "uh", "well", "just", "quick", "actually", "basically", "folks", "you", "is", "i",
+    "give", "tell", "show", "share", "explain", "describe", "suggest", "recommend", "provide", "what"))
 _CONTRACTIONS = {"n't": "not", "'re": "are", "'ve": "have", "'ll": "will", "'d": "would", "'m": "am"}
 _WH_IS = frozenset(("what", "where", "when", "who", "how", "why", "which", "it", "that", "there", "here", "this",
                     "he", "she", "what's"))
@@ -131,6 +137,9 @@ def signature(text: str) -> tuple[str, ...]:
                 found.append(word)
             continue
         if word in _FILLER:
+            continue
+        if word in _WEAK_ROLES:
+            role = ""
             continue
         if word in _ROLES:
             role = word

@@ -48,6 +48,7 @@ from .digit_shapes import (
     STREET,
     TRIGGER,
 )
+from .identifier_words import after_identifier_word
 from .keyworded import KEYED_ENTITIES, classify_runs
 from .phones import in_version_context, national_phone, with_extension
 from .spans import DIGIT_CHARS, Span
@@ -291,7 +292,9 @@ class DigitScan:
                     out.append(span)
                     claimed = span[1]
             if self.ssn and length == 3 and (m := SSN.match(text, s)):
-                if ssn_valid(m.group(1), m.group(3), m.group(4)):
+                # no checksum: a part or reference number of the same shape is told apart by
+                # the word before it ("Part 483-06-0224"), never by the area
+                if ssn_valid(m.group(1), m.group(3), m.group(4)) and not after_identifier_word(text, s):
                     out.append((s, m.end(), "US_SSN"))
             if self.street and length <= 6 and (m := STREET.match(text, s)) and _street_ok(m, length):
                 out.append((s, m.end(), "STREET_ADDRESS"))

@@ -27,6 +27,7 @@ __all__ = [
     "SSN",
     "STREET",
     "TRIGGER",
+    "USPS_SUFFIXES",
 ]
 
 _A = re.ASCII
@@ -150,7 +151,8 @@ Terrace Ter Throughway Trwy Trace Trce Track Trak Trafficway Trfy Trail Trl Trai
 Tunl Turnpike Tpke Underpass Upas Union Un Unions Uns Valley Vly Valleys Vlys Viaduct Via View Vw
 Views Vws Village Vlg Villages Vlgs Ville Vl Vista Vis Walk Walks Wall Way Ways Well Wl Wells Wls
 """
-_STREET_SUFFIX = "|".join(sorted(set(_USPS_SUFFIXES.split()), key=lambda w: (-len(w), w)))
+USPS_SUFFIXES: frozenset[str] = frozenset(_USPS_SUFFIXES.split())
+_STREET_SUFFIX = "|".join(sorted(USPS_SUFFIXES, key=lambda w: (-len(w), w)))
 # USPS Publication 28, Appendix C2: the secondary unit designators that take a number.
 _UNITS = (
     "Apartment|Apt|Building|Bldg|Department|Dept|Floor|Fl|Hangar|Hngr|Lot|Office|Ofc|Penthouse|Ph|"

@@ -115,10 +115,11 @@ class PatternDetector:
             scan_emails(text, out)
         if self._ip and ":" in text:
             scan_ipv6(text, out)
-        if self._digits is not None and contains_digit(text):
-            self._digits.scan(text, out, self._runs(text))
-            if self._regional is not None:
-                out += self._regional.find(text)
+        digits = self._digits is not None and contains_digit(text)
+        if digits:
+            self._digits.scan(text, out, self._runs(text))  # type: ignore[union-attr]
+        if self._regional is not None:
+            out += self._regional.find(text, digits, out)
         if not out:
             return out
         return [span for span in _resolve(out) if _UNSAFE.search(text, span[0], span[1]) is None]

@@ -15,7 +15,10 @@ the proof, checked here:
   decide that one), and not a group of a longer code (``DE89 3704 0044 0532 0130 01``);
 - not a date (``05-12-2024``, ``05.12.2024``: two short groups then a year);
 - written with hyphens only, it must not end on a 2-digit group (part and order numbers
-  such as ``023-4567-89``; phone numbers in hyphens end on 3 or 4 digits).
+  such as ``023-4567-89``; phone numbers in hyphens end on 3 or 4 digits) nor be groups of
+  four only (``0696-4916-0921``);
+- not the tail of a longer grouped number (``9400 11162 0079 7058 3499 30``), and not right
+  after a word naming another identifier (``SKU``, ``tracking no.``: ``identifier_words``).
 
 Measured against Google's libphonenumber (the ``phonenumbers`` package, which the
 Presidio extra installs): ``PhoneNumberMatcher`` needs the caller's region to read a
@@ -29,6 +32,7 @@ from __future__ import annotations
 import re
 
 from .digit_shapes import NATIONAL_PHONE, PHONE_EXTENSION
+from .identifier_words import after_identifier_word
 from .spans import Span
 
 __all__ = ["in_version_context", "national_phone", "with_extension"]
@@ -37,6 +41,7 @@ _GROUP = re.compile(r"[0-9]+")
 _SEPARATORS = re.compile(r"[ .()-]+")
 _CODE_GROUP = re.compile(r"(?<![A-Za-z0-9])[A-Z0-9]{4}")
 _DIGIT = re.compile(r"[0-9]")
+_DIGITS = frozenset("0123456789")
 
 
 def national_phone(text: str, s: int) -> Span | None:
@@ -62,8 +67,12 @@ def national_phone(text: str, s: int) -> Span | None:
             and groups[2][:2] in ("19", "20"):
         return None  # a date
     seps = set(_SEPARATORS.findall(raw.lstrip("(")))
-    if seps == {"-"} and len(groups[-1]) <= 2:
-        return None  # a part or order number
+    if seps == {"-"} and (len(groups[-1]) <= 2 or {len(g) for g in groups} == {4}):
+        return None  # a part or order number: 023-4567-89, 0696-4916-0921
+    if s >= 2 and text[s - 1] in " -" and text[s - 2] in _DIGITS:
+        return None  # the tail of a longer grouped number: "9400 11162 0079 7058 3499 30"
+    if after_identifier_word(text, s):
+        return None  # "SKU 0483-9116-2616", "tracking no. 0079 7058 3499 30"
     return (m.start(), m.end(), "PHONE")
 
 

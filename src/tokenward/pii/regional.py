@@ -4,15 +4,16 @@ Phones: a candidate is a run of digits with the separators people write (spaces,
 dashes, slashes, brackets, a leading ``+`` or ``00``), 7 to 20 digits; it is reported only
 when Google's libphonenumber metadata (the ``phonenumbers`` package) says it is a *valid*
 number: in its international form for any country, or in the national form of one of the
-policy's regions (a Spanish ``612 345 678``, a German ``(030) 1234567``). A candidate preceded
-by a word that says it is something else (ISBN, IMEI, tracking, order, part, serial, SKU,
-invoice, version...) or shaped like one (13 digits from 978/979, 15 plain digits, dotted
-version numbers) is left alone.
+policy's regions (a Spanish ``612 345 678``, a German ``(030) 1234567``), valid in that
+region's numbering plan (any +1 country for US) and written as that country writes it, its
+trunk prefix included (``68129392`` parses as German 0681 29392, but is not written so). A
+candidate right after a word that says it is something else (ISBN, IMEI, tracking, order,
+part, serial, SKU, invoice, reference...: ``identifier_words``), shaped like one (13 digits
+from 978/979, 15 plain digits, dotted version numbers, hyphenated groups of four) or the tail
+of a longer grouped number is left alone; a phone the built-in shapes already found is not
+validated again.
 
-Streets: a house number and a street-type word in the language of the region, in the
-order that language writes them: ``12 Baker Street`` (GB, US), ``Hauptstraße 12`` / ``Berliner
-Str. 5`` (DE), ``Lindenlaan 7`` (NL), ``8, avenue Lesage`` (FR), ``Calle Mayor 5`` (ES),
-``Via Roma, 12`` (IT); a postal code of the region right after it is part of the span.
+Streets: ``regional_streets`` (from the house number, in the order each language writes it).
 
 ``phonenumbers`` is imported only when a policy names regions (the ``regions`` extra).
 """
@@ -22,82 +23,44 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from .identifier_words import after_identifier_word
+from .regional_streets import StreetFinder
 from .spans import Span
 
 REGIONS = ("US", "CA", "GB", "IE", "DE", "AT", "CH", "FR", "BE", "ES", "IT", "NL", "PT", "SE", "PL", "BR", "AU")
 _PHONE = re.compile(r"(?<![\w.+/-])(?:\+|00)?\(?\d[\d ().\-/]{5,22}\d(?![\w/-]|\.\d)")
-_NOT_A_PHONE = re.compile(
-    r"(?:isbn(?:-1[03])?|imei|imsi|iccid|tracking|track|order|part|p/n|sku|serial|s/n|invoice|ref(?:erence)?|"
-    r"version|build|model|ean|upc|asin|case|ticket|no\.?|nr\.?|#)[\s:#.-]{0,3}$", re.IGNORECASE)
-_STREET_WORDS = {
-    "EN": ("street|st|road|rd|avenue|ave|lane|ln|drive|dr|close|way|place|pl|crescent|court|ct|gardens|terrace|"
-           "grove|hill|square|sq|mews|row|walk|parade|boulevard|blvd|highway|hwy|parkway|pkwy|circle|cir|trail|"
-           "green|park|rise|view|vale|wharf|yard|path|alley|heights|meadows?|mountains?|ridge|springs?|"
-           "station|valley|village|views?|ways|wells?|brook|bridge|cove|creek|crossing|fields?|forest|fork|"
-           "garden|gateway|harbor|haven|island|junction|knolls?|lake|landing|loop|manor|mill|orchard|oval|pass|"
-           "pike|pine|plains?|plaza|point|port|prairie|ranch|river|shoals?|shore|summit|tunnel|turnpike|union|"
-           "vista|burg|bypass|camp|canyon|cape|causeway|center|centre|cliffs?|club|common|corners?|course|"
-           "curve|dale|dam|divide|estates?|expressway|extension|falls|ferry|flats?|ford|freeway|glen|hollow|"
-           "inlet|keys?|light|loaf|lock|lodge|mall|motorway|mount|neck|radial|ramp|rapids?|rest|route|run|"
-           "shoal|skyway|spur|stravenue|stream|throughway|trace|track|trafficway|underpass|viaduct|ville|way"),
-    "DE": "straße|strasse|str\\.|weg|allee|platz|gasse|ring|damm|ufer|chaussee|steig|pfad|markt|hof|graben|berg|"
-          "brücke|kamp|stieg|wall|zeile",
-    "NL": "straat|laan|weg|plein|gracht|kade|dijk|singel|boulevard|park|hof|pad|steeg|markt|dreef|burg|baan|"
-          "haven|wal|erf|veld|plantsoen",
-    "FR": "rue|avenue|av\\.|boulevard|bd|place|chemin|allée|allee|impasse|quai|route|cours|passage|square|"
-          "voie|sentier|rond-point|esplanade|promenade|faubourg|villa|cité|cite|hameau|parvis",
-    "ES": "calle|c/|avenida|avda\\.?|av\\.|plaza|pza\\.|paseo|callejón|callejon|camino|carrer|ronda|travesía|"
-          "travesia|vía|via|glorieta|pasaje|urbanización|urbanizacion|cañada|canada|carretera|rambla|"
-          "acceso|alameda|bajada|cuesta|plazuela|polígono|poligono|puerta|sector|vereda|partida|barrio",
-    "IT": "via|viale|piazza|piazzale|corso|largo|vicolo|contrada|incrocio|borgo|rotonda|strada|canale|stretto|"
-          "lungomare|lungotevere|salita|vico|calle|campo|rione|traversa",
-}
-_LANGS = {"US": ("EN",), "CA": ("EN", "FR"), "GB": ("EN",), "IE": ("EN",), "AU": ("EN",), "DE": ("DE",),
-          "AT": ("DE",), "CH": ("DE", "FR", "IT"), "FR": ("FR",), "BE": ("FR", "NL"), "ES": ("ES",),
-          "IT": ("IT",), "NL": ("NL",), "PT": ("ES",), "SE": ("DE",), "PL": ("DE",), "BR": ("ES",)}
-_POSTAL = {
-    "US": r"\d{5}(?:-\d{4})?", "GB": r"[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}", "DE": r"\d{5}", "AT": r"\d{4}",
-    "CH": r"\d{4}", "FR": r"\d{5}", "BE": r"\d{4}", "ES": r"\d{5}", "IT": r"\d{5}", "NL": r"\d{4} ?[A-Z]{2}",
-    "PT": r"\d{4}-\d{3}", "SE": r"\d{3} ?\d{2}", "PL": r"\d{2}-\d{3}", "BR": r"\d{5}-?\d{3}", "CA": r"[A-Z]\d[A-Z] ?\d[A-Z]\d",
-    "IE": r"[A-Z]\d{2} ?[A-Z\d]{4}", "AU": r"\d{4}"}
-_NAME = r"[A-ZÀ-ÖØ-Þ][\w'’.-]{0,30}"
-_NUM = r"\d{1,5}(?:[ -]?[a-zA-Z]\b|[-/]\d{1,4}| ?(?:bis|ter)\b)?"
-_UNIT = r"(?:flat|studio|apartment|apt\.?|unit|suite|room)"
+# Where a phone candidate may start: a digit run with six more digits close behind it (at most
+# two separators between digits).
+_DATE = re.compile(r"\b(?:\d{4}[-/.]\d{1,2}[-/.]\d{1,2}|\d{1,2}[-/.]\d{1,2}[-/.](?:19|20)\d{2})\b")
+_STREET_INITIALS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZÀÁÂÃÄÅÆÇÈÉÊËÌÍÎÏÐÑÒÓÔÕÖØÙÚÛÜÝÞnN")
+_PHONE_AHEAD = r"(?=(?:[ ().\-/]{0,2}[0-9]){6})"
 
 
-def _street_regex(regions: Iterable[str]) -> re.Pattern[str]:
-    langs = {lang for r in regions for lang in _LANGS.get(r, ())}
-    postal = "|".join(sorted({_POSTAL[r] for r in regions if r in _POSTAL}))
-    tail = rf"(?:,? (?:{postal})\b)?" if postal else ""
-    alts = []
-    if "EN" in langs:
-        # "12 Baker Street", "82 Rachel Centers"; "Flat 17, Janet Meadows" (a unit, then the street)
-        alts.append(rf"\b(?:(?i:{_UNIT}) {_NUM}[,\n ]\s?|{_NUM} )(?:{_NAME} ){{1,3}}(?i:{_STREET_WORDS['EN']})s?\b\.?")
-    for lang in ("DE", "NL") if langs & {"DE", "NL"} else ():
-        if lang in langs:   # one word with the type at its end, or a name and the type word apart
-            alts.append(rf"\b(?:{_NAME}[ -])?[A-ZÀ-ÖØ-Þ][\w-]{{0,30}}(?i:{_STREET_WORDS[lang]})\.? {_NUM}\b")
-            alts.append(rf"\b(?:[A-ZÀ-ÖØ-Þ][\w-]{{1,30}} ){{1,2}}(?i:{_STREET_WORDS[lang]})\.? {_NUM}\b")
-    if "FR" in langs:
-        alts.append(rf"\b{_NUM},? (?i:{_STREET_WORDS['FR']}) (?:(?:de|du|des|de la|de l'|d')\s?)?{_NAME}(?: {_NAME}){{0,3}}")
-    for lang in ("ES", "IT"):
-        if lang in langs:
-            alts.append(rf"\b(?i:{_STREET_WORDS[lang]}) (?:(?:de|del|de la|de los|de las|della|dei|di|delle|"
-                        rf"degli)\s)?(?:{_NAME} ){{0,3}}{_NAME},? (?:n[º°o.]\s?)?{_NUM}\b")
-    return re.compile(rf"(?:{'|'.join(alts)}){tail}")
+def _digit_range(text: str) -> tuple[int, int]:
+    """From the first digit to just past the last (memchr scans): where a run can start; the
+    trigger's lookaheads read at most 30 characters past a run."""
+    first, last = len(text), -1
+    for d in "0123456789":
+        i = text.find(d)
+        if i >= 0:
+            first = min(first, i)
+            last = max(last, text.rfind(d))
+    return first, min(len(text), last + 32)
 
 
-_DIGITS = re.compile(r"\d+")
-
-
-def _windows(runs: list[tuple[int, int]], before: int, after: int, size: int) -> list[tuple[int, int]]:
-    merged: list[tuple[int, int]] = []
-    for a, b in runs:
-        a, b = max(0, a - before), min(size, b + after)
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        else:
-            merged.append((a, b))
-    return merged
+def _trigger(phones: bool, streets: StreetFinder | None) -> re.Pattern[str]:
+    """One pass over the text: at each digit run's first digit (the pattern begins with a digit,
+    so re skips to digits in C), the groups ``phone``, ``first`` and ``last`` say which kinds of
+    candidate it may start (a phone; a street with the number first or last); a run that may
+    start none is not matched."""
+    never = "(?!)"
+    first = streets.first_lookahead if streets is not None else None
+    last = streets.last_lookbehind if streets is not None else None
+    return re.compile(
+        rf"[0-9](?<![0-9][0-9])(?=[0-9]*+)(?:{_PHONE_AHEAD if phones else never}(?P<phone>))?"
+        rf"(?:{first or never}(?P<first>))?(?:(?:{last or never})(?P<last>))?"
+        rf"(?(phone)|(?(first)|(?(last)|(?!))))"
+    )
 
 
 class RegionalFinder:
@@ -111,50 +74,92 @@ class RegionalFinder:
         import phonenumbers   # the regions extra: Google's libphonenumber metadata
 
         self._pn = phonenumbers
+        self._codes = {r: phonenumbers.country_code_for_region(r) for r in self.regions}
+        self._trunk: dict[str, str | None] = {}
+        for r in self.regions:
+            metadata = phonenumbers.PhoneMetadata.metadata_for_region(r)
+            self._trunk[r] = metadata.national_prefix if metadata is not None else None
         self._phones = "PHONE" in entities
-        self._streets = _street_regex(self.regions) if "STREET_ADDRESS" in entities else None
+        self._streets = StreetFinder(self.regions) if "STREET_ADDRESS" in entities else None
+        self._trigger = _trigger(self._phones, self._streets)
 
-    def find(self, text: str) -> list[Span]:
-        """Both patterns run only in windows around the text's digit runs (a phone has 7
-        digits, a street a house number or postal code), so prose costs one digit scan."""
+    def find(self, text: str, digits: bool = True, known: Iterable[Span] = ()) -> list[Span]:
+        """Phones are tried only where a digit run has six more digits close behind it, streets
+        at house numbers (``regional_streets``; French ones without a number from their street
+        word): prose costs a pass over its digits. ``digits``: whether the text has any;
+        ``known``: spans already found (a phone the built-in shapes found is not validated again:
+        libphonenumber takes ~30 us a number)."""
         out: list[Span] = []
-        runs = [m.span() for m in _DIGITS.finditer(text)]
-        if not runs:
+        claimed = 0
+        streets = self._streets
+        if streets is not None:
+            streets.without_number(text, out)
+        if not digits:
             return out
-        if self._phones:
-            for a, b in _windows(runs, 3, 26, len(text)):
-                for m in _PHONE.finditer(text, a, b):
-                    if self._is_phone(text, m.start(), m.group()):
-                        out.append((m.start(), m.end(), "PHONE"))
-        if self._streets is None:
-            return out
-        for a, b in _windows(runs, 90, 70, len(text)):
-            for m in self._streets.finditer(text, a, b):
-                # a unit on its own line ("Flat 17\nJanet Meadows"): the street line is masked (a
-                # span never holds a control character: pii/patterns.py)
-                cut = text.rfind("\n", m.start(), m.end())
-                out.append((m.start() if cut < 0 else cut + 1, m.end(), "STREET_ADDRESS"))
+        found = {s for s, _, kind in known if kind == "PHONE"}
+        for run in self._trigger.finditer(text, *_digit_range(text)):
+            phone, first, last = run.groups()
+            start = run.start()
+            if phone is not None and start >= claimed:
+                claimed = self._phone_at(text, start, claimed, found, out)
+            if streets is None:
+                continue
+            if first is not None:
+                streets.number_first(text, start, out)
+            # the word before the number must be capitalised ("Roma, 12") or be "nº"
+            if last is not None and text[text.rfind(" ", start - 34 if start > 34 else 0, start - 1) + 1] \
+                    in _STREET_INITIALS:
+                streets.number_last(text, start, out)
         return out
+
+    def _phone_at(self, text: str, start: int, claimed: int, found: set[int], out: list[Span]) -> int:
+        """The phone candidate at the digit run ``start`` (with a ``+`` or ``(`` before it); the
+        end of the candidate is returned, so its inner runs are not candidates of their own."""
+        first = start
+        while start > 0 and text[start - 1] in "+(" and first - start < 2:
+            start -= 1
+        m = _PHONE.match(text, start)
+        if m is None:
+            return claimed
+        if m.start() not in found and self._is_phone(text, m.start(), m.group()):
+            out.append((m.start(), m.end(), "PHONE"))
+        return m.end()
 
     def _is_phone(self, text: str, start: int, candidate: str) -> bool:
         digits = re.sub(r"\D", "", candidate)
-        if not 7 <= len(digits) <= 17 or _NOT_A_PHONE.search(text, max(0, start - 16), start):
+        if not 7 <= len(digits) <= 17 or after_identifier_word(text, start):
             return False
-        if re.fullmatch(r"\d+(?:\.\d+){1,3}", candidate):           # a version or a dotted date
-            return False
+        if start >= 2 and text[start - 1] in " -" and text[start - 2].isdigit():
+            return False                                             # the tail of a longer number
+        if re.fullmatch(r"\d+(?:\.\d+){1,3}", candidate) or _DATE.search(candidate):
+            return False                                             # a version, a date, a timestamp
         plain = candidate.isdigit()
         if plain and (len(digits) == 15 or (len(digits) == 13 and digits[:3] in ("978", "979"))):
             return False                                             # an IMEI, an ISBN-13 / EAN
+        if set(re.findall(r"[ ().\-/]", candidate)) == {"-"} and {len(g) for g in candidate.split("-")} == {4}:
+            return False                                             # a code in groups of four
         pn = self._pn
-        tries = [None] if candidate.startswith(("+", "00")) else self.regions
-        for region in tries:
+        international = candidate.startswith(("+", "00"))
+        for region in [None] if international else self.regions:
             try:
                 number = pn.parse("+" + candidate[2:] if candidate.startswith("00") else candidate, region)
             except pn.NumberParseException:
                 continue
-            if pn.is_valid_number(number) and (region is None or pn.region_code_for_number(number) in self.regions):
+            if not pn.is_valid_number(number):
+                continue
+            if region is None:
+                return True
+            # valid in the region's numbering plan (any +1 country for US), and written the way
+            # that country writes it: "68129392" parses as German 0681 29392, but no one in
+            # Germany writes it without its trunk prefix
+            if number.country_code == self._codes[region] and self._as_written(number, region, digits):
                 return True
         return False
+
+    def _as_written(self, number: object, region: str, digits: str) -> bool:
+        pn = self._pn
+        national = re.sub(r"\D", "", pn.format_number(number, pn.PhoneNumberFormat.NATIONAL))
+        return digits in (national, (self._trunk[region] or "") + national)
 
 
 __all__ = ["REGIONS", "RegionalFinder"]
