@@ -40,7 +40,7 @@ class ModelList:
                             "data": [entry for model, entry in self._models if model in entitled]})
         ctx.status = 200
         headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
-        await ctx.outbound.whole(200, headers, body)
+        await ctx.out.whole(200, headers, body)
         return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
 
 

@@ -109,7 +109,7 @@ class UpstreamConfig(_Strict, frozen=True):
     ready_required: bool = True
     # An answer (whole body or stream) larger than the request could justify is cut: more
     # than answer_bytes_per_token x (output bound x choices) + answer_slack_bytes
-    # (reconcile/bounds.py, docs/upstreams.md "Bounded answers").
+    # (pipeline/bounds.py, docs/upstreams.md "Bounded answers").
     answer_bytes_per_token: int = 8192
     answer_slack_bytes: int = 65536
     # The request dialects this backend serves itself (docs/dialects.md): a request in

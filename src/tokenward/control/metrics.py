@@ -13,6 +13,9 @@ from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from msgspec import UNSET
+
+from ..pipeline.results import BudgetRecord
 from ..config.abuse import ACTIONS
 from .model import KINDS
 
@@ -34,17 +37,15 @@ class EnforcementMetrics:
         self.engine: Any = None       # abuse/engine.py: dropped observations
         self.services: Any = None     # the gateway's services: the budget's admitter (its breaker)
 
-    def settle(self, tenant: str, record: Any) -> None:
+    def settle(self, tenant: str, record: BudgetRecord | None) -> None:
         """A request's budget record once released (the control stage): what was reserved
         and, when it settled on reported or counted usage, what it used."""
-        if record.__class__ is not dict:
+        if record is None or record.refused_by is not UNSET:
             return
-        reserved = record.get("reserved")
-        if reserved is None or "refused_by" in record:
-            return
+        reserved = record.reserved
         self.reserved[tenant] += reserved
-        actual = record.get("actual")
-        if actual is not None:
+        actual = record.actual
+        if isinstance(actual, int):
             self.settled[tenant] += actual
             self.settled_reserved[tenant] += reserved
 

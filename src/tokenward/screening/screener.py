@@ -21,12 +21,7 @@ import inspect
 from time import perf_counter_ns
 from typing import Any, Awaitable, NamedTuple, Protocol, Sequence
 
-
-class Span(NamedTuple):
-    text: int          # index into the texts screened
-    start: int
-    end: int
-    label: str         # an entity type (EMAIL) or a signal name (override)
+from ..validation.texts import Span as Span   # the findings' type, re-exported for the screeners
 
 
 class ScreenResult(NamedTuple):

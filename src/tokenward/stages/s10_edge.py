@@ -39,7 +39,7 @@ class Route:
         self.methods = frozenset(m.upper() for m in methods)
         self.content_types = frozenset(ct.lower().encode() for ct in content_types)
         self.max_body_bytes = max_body_bytes
-        self.allow_header = ((b"allow", ", ".join(sorted(self.methods)).encode()),)
+        self.allow_header: tuple[tuple[bytes, bytes], ...] = ((b"allow", ", ".join(sorted(self.methods)).encode()),)
         self.has_body = bool(self.methods - {"GET", "HEAD", "DELETE"})
         # Backend base URLs end in /v1, so /v1/chat/completions goes to <base>/chat/completions.
         self.upstream_path = path[3:] if path.startswith("/v1/") else path

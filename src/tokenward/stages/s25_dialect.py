@@ -201,7 +201,7 @@ class DialectStage(BaseStage):
         if not isinstance(ctx.send, DialectSend):
             ctx.send = DialectSend(ctx.send, dialect, self._clock)
         ctx.note("dialect", dialect)
-        count_tokens = route.path == COUNT_TOKENS
+        count_tokens = dialect == "messages" and ctx.path == COUNT_TOKENS
         try:
             parsed, gaps = _parse(dialect, ctx.body, count_tokens)
             model = parsed.request.model

@@ -21,11 +21,10 @@ import math
 import time
 from typing import TYPE_CHECKING, Callable
 
-import msgspec
-
 from ..budget.store import StoreUnavailable
 from ..control.metrics import EnforcementMetrics
 from ..errors import Reason, Refusal
+from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
 
 if TYPE_CHECKING:
@@ -84,7 +83,7 @@ class ControlStage(BaseStage):
         self.open = runtime.open
         self._clock = clock
         self._lease_ms = int(lease_s * 1000)
-        self._narrowed: dict[tuple[object, int], object] = {}
+        self._narrowed: dict[tuple[int, int], Entitlement] = {}
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         principal = ctx.principal
@@ -150,8 +149,7 @@ class ControlStage(BaseStage):
             if narrowed is None:
                 if len(self._narrowed) > 1024:
                     self._narrowed.clear()
-                plan = msgspec.structs.replace(entitlement.plan, max_output_tokens=cap)
-                narrowed = self._narrowed[key] = msgspec.structs.replace(entitlement, plan=plan)
+                narrowed = self._narrowed[key] = entitlement.with_max_output(cap)
             ctx.entitlement = narrowed
             ctx.note("restricted", {"max_output_tokens": cap})
         return None
@@ -166,9 +164,9 @@ class ControlStage(BaseStage):
         principal = ctx.principal
         if principal is None:
             return
-        notes = ctx.notes
-        if notes is not None:
-            self.enforcement.settle(principal.tenant, notes.get("budget"))   # admission released first: settled
+        reservation = ctx.reservation
+        if reservation is not None:   # admission released first: settled
+            self.enforcement.settle(principal.tenant, reservation.record)
         held = self.open.remove(principal.tenant, ctx)
         if held is not None:
             await self.runtime.store.give_slot(principal.key_id, held)

@@ -33,7 +33,9 @@ from ..http.responses import NO_RETRY
 from ..jobs.book import JobBook
 from ..observe.metrics import GatewayMetrics
 from ..observe.work import WorkMetrics
-from ..pipeline.results import Reservation
+from ..jobs.runs import JobRun
+from ..pipeline.context import required
+from ..pipeline.results import BudgetRecord, Reservation
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
 
@@ -109,17 +111,17 @@ class AdmissionStage(BaseStage):
             principal.tenant, principal.plan_name, plan, principal.key_id, model,
             priced[1] if priced is not None else None, estimate.tokens, estimate.cost, job, principal.limits)
         limits = decision.limits
-        record = {"estimated_input": estimate.input, "reserved": estimate.tokens, "reserved_cost": estimate.cost,
-                  "limits": limits, "store": "local" if decision.local else self._shared_store}
+        record = BudgetRecord(estimated_input=estimate.input, reserved=estimate.tokens, reserved_cost=estimate.cost,
+                              limits=tuple(limits), store="local" if decision.local else self._shared_store)
         if decision.shadow:
-            record["shadow_would_reject"] = decision.shadow
+            record.shadow_would_reject = decision.shadow
         if ctx.work is not None and ctx.work.stateful:
             # the prompt side was reserved at the context limit (stages/s50_work.py)
-            record["stateful_prompt"] = ctx.work.input_tokens
+            record.stateful_prompt = ctx.work.input_tokens
         ctx.note("budget", record)
         ticket = decision.ticket
         if ticket is None:
-            record["refused_by"] = decision.limit or "store"
+            record.refused_by = decision.limit or "store"
             self.work.refused(principal.tenant, estimate.tokens, decision.terminal, decision.retry_after, job is not None)
             if decision.limit in JOB_LIMITS:
                 assert job is not None   # a job's limits refuse only a job's requests
@@ -127,9 +129,9 @@ class AdmissionStage(BaseStage):
                 return await self.jobs.refused(principal.tenant, job, needed, decision.headers)
             return _upper_bound(_refusal(decision, estimate), ctx.work)
         ctx.reservation = Reservation(ticket.reservation_id, principal.tenant, estimate.tokens,
-                                      estimate.cost, "streams" in limits, limits)
+                                      estimate.cost, "streams" in limits, tuple(limits), record)
         if job is not None:
-            record["job"] = job.meta.id
+            record.job = job.meta.id
             ctx.job = self.jobs.runs.add(ctx, principal.tenant, job, ticket.reservation_id)
             self.work.job_request(principal.tenant, "admitted")
         if decision.headers:
@@ -146,7 +148,7 @@ class AdmissionStage(BaseStage):
             input_tokens = work.input_tokens
             output = tokens - input_tokens
             return Estimate(input_tokens, tokens, prices.cost(input_tokens, output if output > 0 else 0), model)
-        if ctx.route.path in _NO_OUTPUT_ROUTES:
+        if ctx.path in _NO_OUTPUT_ROUTES:
             output = 0
         else:
             output = plan.max_output_tokens if max_out is None else min(max_out, plan.max_output_tokens)
@@ -185,13 +187,13 @@ class AdmissionStage(BaseStage):
         if reservation is None:
             return
         if ctx.job is not None:
-            self._job_ended(ctx, usage, backend_saw_it)
+            self._job_ended(ctx, reservation, usage, backend_saw_it)
         ticket = self.admitter.keeper.open.get(reservation.reservation_id)
         if ticket is None:
             return  # already settled
-        record = ctx.notes.get("budget") if ctx.notes else None
+        record = reservation.record
         if usage.known:
-            estimated = record["estimated_input"] if isinstance(record, dict) else reservation.tokens
+            estimated = record.estimated_input if record is not None else reservation.tokens
             tokens, cost = settle_amounts(usage, reservation.tokens, reservation.cost_units, estimated,
                                           self._models.get(ctx.model or "", _UNPRICED)[0])
             mode = policy.SETTLE
@@ -200,16 +202,17 @@ class AdmissionStage(BaseStage):
         else:
             tokens, cost, mode = 0, 0, policy.SETTLE
         self.admitter.settle_soon(ticket, tokens, cost, mode)
-        spent = self._key_slots.get(ctx.principal.key_id)
+        principal = required(ctx.principal, "principal")
+        spent = self._key_slots.get(principal.key_id)
         if spent is None:
-            spent = self._key_slot(ctx.principal)
+            spent = self._key_slot(principal)
         spent[0] += tokens
         spent[1] += cost
-        if isinstance(record, dict):
+        if record is not None:
             charged = tokens if mode == policy.SETTLE else reservation.tokens
-            record["actual"] = tokens if mode == policy.SETTLE else None
-            record["refunded"] = max(reservation.tokens - charged, 0)
-            record["settle"] = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
+            record.actual = tokens if mode == policy.SETTLE else None
+            record.refunded = max(reservation.tokens - charged, 0)
+            record.settle = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
 
     def _key_slot(self, principal: Principal) -> list[int]:
         """Where a settle adds what a key was charged. The tenant's JWT callers share one
@@ -220,22 +223,23 @@ class AdmissionStage(BaseStage):
         slot = self._key_slots[principal.key_id] = self.metrics.key_slot(principal.tenant, principal.key_id)
         return slot
 
-    def _job_ended(self, ctx: RequestContext, usage: Usage, backend_saw_it: bool) -> None:
+    def _job_ended(self, ctx: RequestContext, reservation: Reservation, usage: Usage, backend_saw_it: bool) -> None:
         run = ctx.job
+        assert isinstance(run, JobRun)   # this stage wrote it (admit)
         # completed: the backend finished the work and nothing ended the request otherwise
         completed = backend_saw_it and ctx.reason is None and (ctx.status or 0) < 400
         self.jobs.runs.remove(run)
-        if ctx.reservation.reservation_id not in self.admitter.keeper.open:
+        if reservation.reservation_id not in self.admitter.keeper.open:
             return  # settled already
         used = max(usage.prompt_tokens or 0, 0) + max(usage.completion_tokens or 0, 0)
-        charged = used if usage.known else (ctx.reservation.tokens if backend_saw_it else 0)
-        self.work.job_request(run.tenant, "completed" if completed else "ended", min(charged, ctx.reservation.tokens))
+        charged = used if usage.known else (reservation.tokens if backend_saw_it else 0)
+        self.work.job_request(run.tenant, "completed" if completed else "ended", min(charged, reservation.tokens))
 
 
 def settle_amounts(usage: Usage, reserved: int, reserved_cost: int, estimated_input: int,
                    prices: Prices) -> tuple[int, int]:
     """(tokens, cost units) a request with known ``usage`` is settled on. ``usage`` was
-    clamped where it was read (reconcile/bounds.py); clamped again here, so a settle never
+    clamped where it was read (pipeline/bounds.py); clamped again here, so a settle never
     charges more than the reservation nor refunds more than it."""
     prompt = usage.prompt_tokens
     if prompt is None:

@@ -35,31 +35,12 @@ from ..screening import screener as screening
 from ..screening.detectors import injection_screener, pii_screener
 from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
-from ..validation.texts import TOOL_OUTPUT, TextUnit, texts_of
+from ..pipeline.context import required
+from ..pipeline.results import Screening
+from ..validation.texts import TOOL_OUTPUT
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
-
-
-class Screening:
-    """The screening stage's result (``ctx.screening``): what the transform stage acts on,
-    and the record."""
-
-    __slots__ = ("record", "restrict", "units", "texts", "pii_spans", "pii_mode", "pii_detector", "output_find")
-
-    def __init__(self, units: list[TextUnit]) -> None:
-        self.record: dict[str, Any] = {}
-        self.restrict = False
-        self.units = units              # where each text sits, for masking (validation/texts.py)
-        self.texts = texts_of(units)    # what the screeners read: units[i].text
-        self.pii_spans: list[screening.Span] | None = None  # to mask (redact / tokenize)
-        self.pii_mode: str | None = None
-        self.pii_detector: str | None = None
-        self.output_find: Any = None   # the answer's own personal data is redacted with this
-
-    @property
-    def rewrites(self) -> bool:
-        return self.restrict or self.pii_spans is not None
 
 
 class CompiledPolicy:
@@ -135,7 +116,7 @@ class ScreeningStage(BaseStage):
         if not isinstance(request, NormalizedRequest):
             return None
         policy = self.policies[name]
-        result = ctx.screening = Screening(ctx.route.texts(request))
+        result = ctx.screening = Screening(required(ctx.route, "route").texts(request))
         if policy.injection is not None:
             # with injection.tool_output, tool results and attachments' text (units of kind
             # tool_output) get its screener, the rest injection's; texts keep their places

@@ -29,6 +29,7 @@ from ..errors import Reason, Refusal
 from ..observe.metrics import GatewayMetrics
 from ..pii.output import OutputRedactor
 from ..pii.placeholders import Masker
+from ..pipeline.context import required
 from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.bounds import say_output_bound
@@ -36,8 +37,10 @@ from ..validation.plan import plan_of
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
+    from ..pipeline.route import Route
+    from ..validation.result import NormalizedRequest
     from ..services import Services
-    from .s70_screen import Screening
+    from ..pipeline.results import Screening
 
 _TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
 _OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
@@ -60,12 +63,14 @@ class TransformStage(BaseStage):
         screened = ctx.screening
         if screened is None:
             return None
+        route = required(ctx.route, "route")
         if screened.rewrites:
-            body = ctx.request.body     # the typed request: edited in place, encoded once
+            request = required(ctx.request, "request")
+            body = request.body     # the typed request: edited in place, encoded once
             if screened.restrict:
                 _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
             if screened.pii_spans is not None:
-                refusal = self._mask(ctx, screened, body)
+                refusal = self._mask(ctx, screened, request, route)
                 if refusal is not None:
                     return refusal
             # the chat view the later stages and a chat backend read; a dialect body that
@@ -75,17 +80,17 @@ class TransformStage(BaseStage):
             # registered after the restorer, so it reads the answer first, while this
             # request's own values are still placeholders: only what the model wrote is masked
             record = screened.record.setdefault("pii", {})
-            ctx.add_transform(ctx.route.edit_answer(OutputRedactor(screened.output_find, record,
-                                                                   self._count_output)))
+            ctx.add_transform(route.edit_answer(OutputRedactor(screened.output_find, record, self._count_output)))
         return None
 
-    def _mask(self, ctx: RequestContext, screened: Screening, body: Any) -> Refusal | None:
+    def _mask(self, ctx: RequestContext, screened: Screening, request: NormalizedRequest,
+              route: Route) -> Refusal | None:
         masker = Masker(restore=screened.pii_mode == "tokenize")
         by_unit: dict[int, list[tuple[int, int, str]]] = {}
         for span in screened.pii_spans or ():   # (admit() calls this only when there are some)
             by_unit.setdefault(span.text, []).append((span.start, span.end, span.label))
         grown = 0
-        counter = self.counters.get(ctx.request.model)
+        counter = self.counters.get(request.model)
         for i, unit in enumerate(screened.units):
             pieces = unit.pieces
             old = [piece.text for piece in pieces]
@@ -105,13 +110,13 @@ class TransformStage(BaseStage):
         if masker.neutralized:
             record["neutralized"] = len(masker.neutralized)
         if grown > 0:
-            refusal = _keep_within_reservation(ctx, body, grown, record)
+            refusal = _keep_within_reservation(ctx, request, grown, record)
             if refusal is not None:
                 return refusal
         ctx.note("pii", record)
         restorer = masker.restorer()
         if restorer is not None:
-            ctx.add_transform(ctx.route.edit_answer(restorer))
+            ctx.add_transform(route.edit_answer(restorer))
         return None
 
 
@@ -131,11 +136,12 @@ def _restrict(ctx: RequestContext, body: Any, cap: int) -> None:
     ctx.note("restricted", {"removed": removed, "clamped": clamped})
 
 
-def _keep_within_reservation(ctx: RequestContext, body: Any, grown: int,
+def _keep_within_reservation(ctx: RequestContext, request: NormalizedRequest, grown: int,
                              record: dict[str, Any]) -> Refusal | None:
     """Masking made the prompt ``grown`` tokens longer: take them off the output, which the
     reservation covered ``outer_items`` times."""
-    outer = max(ctx.request.outer_items, 1)
+    body = request.body
+    outer = max(request.outer_items, 1)
     cut = -(-grown // outer)
     record["prompt_grew"] = grown
     for field in _OUTPUT_FIELDS:

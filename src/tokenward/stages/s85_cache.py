@@ -38,6 +38,7 @@ from ..errors import ConfigError
 from ..http.responses import JSON, SSE_HEADERS
 from ..observe.metrics import GatewayMetrics
 from ..pii.output import OutputRedactor
+from ..pipeline.context import required
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
 from ..wire.chunks import parsed
@@ -118,7 +119,7 @@ class Hit:
         ctx.status = 200
         headers = [(b"x-request-id", ctx.request_id.encode())]
         if ctx.stream:
-            options = getattr(ctx.request.body, "stream_options", None)
+            options = getattr(required(ctx.request, "request").body, "stream_options", None)
             wants_usage = getattr(options, "include_usage", None) is True
             await out.start_stream(200, SSE_HEADERS + headers)
             await out.events(entry.events(ctx.request_id, wants_usage))
@@ -170,7 +171,7 @@ class CacheStage(BaseStage):
             if b"no-store" in control:
                 self._bypass(ctx)
                 return None
-        tenant = ctx.principal.tenant
+        tenant = required(ctx.principal, "principal").tenant
         screening = ctx.screening
         key, limit = self._key(tenant, ctx.parsed, None if screening is not None and screening.rewrites else request.body)
         note = {"outcome": "miss"}
@@ -264,8 +265,9 @@ class CacheStage(BaseStage):
 
     async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
         capture = ctx.cache
-        if capture is None or ctx.status != 200 or ctx.reason is not None:
+        if not isinstance(capture, Capture) or ctx.status != 200 or ctx.reason is not None:
             return
+        tenant = required(ctx.principal, "principal").tenant
         limit = capture.limit
         redact = _output_screen(ctx) if self.output_screens else None
         if capture.stream is not None:
@@ -288,11 +290,11 @@ class CacheStage(BaseStage):
                 body = redact(body)
             value = b"B" + _LIMIT.pack(limit if limit is not None else -1) + body
         if len(value) > self.cfg.max_entry_bytes:
-            self.metrics.cached(ctx.principal.tenant, "too_large")
+            self.metrics.cached(tenant, "too_large")
             return
         if capture.semantic is not None and self.semantic is not None:
             shape, guard, vector = capture.semantic
-            self.semantic.add(ctx.principal.tenant, shape, guard, vector, capture.key)
+            self.semantic.add(tenant, shape, guard, vector, capture.key)
         if self._put is not None:
             self._put(capture.key, value, capture.ttl)
             return

@@ -12,7 +12,7 @@
   the backend sent none (llama.cpp): the gateway's count, marked in the decision record.
 - However the relay ends (a client that leaves included), ``ctx.usage`` is what the
   stream showed so far: reported, else counted; unknown only if nothing arrived; and
-  clamped to what the request could use (reconcile/bounds.py).
+  clamped to what the request could use (pipeline/bounds.py).
 - A stream larger than the request could justify (``answer_limit``), or a malformed event
   (broken SSE framing, data that is not a JSON object), is cut: an in-band
   ``upstream_error``; nothing past the limit, and no byte of the malformed event, is passed on.
@@ -29,7 +29,7 @@ from ..http.responses import SSE_HEADERS, sse_error_event
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
 from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.bounds import answer_limit
+from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
@@ -64,7 +64,7 @@ async def _start(ctx: RequestContext) -> None:
     ctx.lifecycle.move(State.STREAMING)
     ctx.status = 200
     headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
-    await ctx.outbound.start_stream(200, headers)
+    await ctx.out.start_stream(200, headers)
 
 
 _MESSAGES = {
@@ -82,7 +82,7 @@ async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, 
     splitter = SseSplitter()
     work = ctx.work
     prompt = work.input_tokens if work is not None else None
-    outbound = ctx.outbound
+    outbound = ctx.out
     drop_usage = not call.client_wants_usage
     # bytes the backend may still send (None: no bound); past it the stream is cut
     room = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
@@ -156,7 +156,7 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
     """How the stream ends for the client: an error envelope (nothing was sent yet), an
     in-band error event (the 200 is out), or the usage chunk if due and ``[DONE]``."""
 
-    outbound = ctx.outbound
+    outbound = ctx.out
     failed = ExitKind.STREAM_TIMEOUT if timed_out else ExitKind.UPSTREAM_FAILED
     if not started:
         if ending is None:

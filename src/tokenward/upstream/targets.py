@@ -71,7 +71,7 @@ class Target:
         # the header carrying the request's id to the backend (None: none is sent)
         self.request_id_header = up.request_id_header.lower().encode() if up.request_id_header else None
         self.request_id_format = up.request_id_format
-        # how large an answer may be, per token of the request's bounds (reconcile/bounds.py)
+        # how large an answer may be, per token of the request's bounds (pipeline/bounds.py)
         self.answer_bytes_per_token = up.answer_bytes_per_token
         self.answer_slack_bytes = up.answer_slack_bytes
         # the model's own tokenizer, to count streamed output a backend does not report;

@@ -31,7 +31,7 @@ but the model may not read).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import msgspec
 from msgspec import UNSET
@@ -60,6 +60,16 @@ def canonical_json(text: str) -> str:
         return _encode(_decode(text)).decode()
     except (msgspec.DecodeError, RecursionError, ValueError):
         return text
+
+
+class Span(NamedTuple):
+    """A finding in the texts screened: which unit, where in its text, what it is (an
+    entity type such as EMAIL, or a signal name such as override)."""
+
+    text: int          # index into the units (their texts) screened
+    start: int
+    end: int
+    label: str
 
 
 class Piece:
@@ -225,5 +235,5 @@ def texts_of(units: list[TextUnit]) -> list[str]:
     return [unit.text for unit in units]
 
 
-__all__ = ["FILE", "JSON_RAW", "METADATA", "PLAIN", "PROMPT", "TOOL_OUTPUT", "Piece", "TextUnit",
+__all__ = ["FILE", "JSON_RAW", "METADATA", "PLAIN", "PROMPT", "TOOL_OUTPUT", "Piece", "Span", "TextUnit",
            "canonical_json", "chat_units", "texts_of"]

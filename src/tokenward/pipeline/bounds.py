@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .usage import UsageBounds
+from ..reconcile.usage import UsageBounds
 
 if TYPE_CHECKING:
-    from ..pipeline.context import RequestContext
+    from .context import RequestContext
 
 NO_BOUNDS = UsageBounds(None, None)
 # One embedding vector as JSON text: 8,192 dimensions x 25 bytes ("-1.2345678901234567e-05,")
@@ -42,10 +42,10 @@ def usage_bounds(ctx: RequestContext) -> UsageBounds:
     reservation = ctx.reservation
     if reservation is None:
         return NO_BOUNDS
-    record = ctx.notes.get("budget") if ctx.notes else None
-    estimated = record.get("estimated_input") if isinstance(record, dict) else None
-    if type(estimated) is not int:
+    record = reservation.record
+    if record is None:
         return UsageBounds(reservation.tokens, reservation.tokens)
+    estimated = record.estimated_input
     return UsageBounds(estimated, max(reservation.tokens - estimated, 0))
 
 
