@@ -289,9 +289,13 @@ class DialectAnswer:
     """The response transform of a request whose upstream serves its dialect: translated
     back when the chat view went (``TranslatedAnswer``); else the upstream's own answer,
     passed through, its usage read from the dialect's own fields (dialects/native.py) and
-    clamped to the request's bounds as a chat backend's is (upstream/usage_report.py)."""
+    clamped to the request's bounds as a chat backend's is (upstream/usage_report.py).
 
-    __slots__ = ("ctx", "route", "translated", "target", "counter", "_usage", "_seq", "_texts")
+    A delta event (text, tool input, thinking) is kept as its bytes and read only if the
+    stream ends without the upstream's final count (then its text is counted): most
+    streams end with it, and their deltas are never decoded here."""
+
+    __slots__ = ("ctx", "route", "translated", "target", "counter", "_usage", "_seq", "_deltas")
 
     def __init__(self, ctx: RequestContext, route: DialectRoute, translated: TranslatedAnswer, target: Target,
                  counter: Any = None) -> None:
@@ -302,7 +306,22 @@ class DialectAnswer:
         self.counter = counter   # the model's tokenizer: a stream that reports no usage is counted
         self._usage = native.StreamUsage(route.dialect)
         self._seq = 0      # the next sequence number of a native Responses stream
-        self._texts: list[str] = []
+        self._deltas: list[bytes] = []   # the data of the delta events, as they came
+
+    def _relayed_text(self) -> str:
+        texts = []
+        for data in self._deltas:
+            try:
+                decoded = msgspec.json.decode(data)
+            except msgspec.DecodeError:
+                continue
+            found = native.text_delta(decoded) if isinstance(decoded, dict) else None
+            if found is not None:
+                texts.append(found[1])
+                seq = decoded.get("sequence_number")
+                if isinstance(seq, int) and seq >= self._seq:
+                    self._seq = seq + 1
+        return "".join(texts)
 
     def _settle(self, counts: tuple[int, int] | None, final: bool) -> None:
         """Usage as reported; a stream cut short (or whose count never came) is charged the
@@ -310,8 +329,8 @@ class DialectAnswer:
         tokenizer, as a chat stream is (reconcile/stream_usage.py)."""
         ctx = self.ctx
         counted = None
-        if not final and self._texts and self.counter is not None:
-            counted = self.counter.count_uncached("".join(self._texts))
+        if not final and self._deltas and self.counter is not None:
+            counted = self.counter.count_uncached(self._relayed_text())
         if counts is not None:
             prompt, completion = counts
             if counted is not None and counted > completion:
@@ -333,21 +352,23 @@ class DialectAnswer:
     def events(self, events: list[SseEvent]) -> list[SseEvent]:
         if not self.route.forwarded_native:
             return self.translated.events(events)
+        deltas = self._deltas
         for event in events:
             data = event.data
-            if data and data[:1] == b"{":
-                try:
-                    decoded = msgspec.json.decode(data)
-                except msgspec.DecodeError:
-                    continue
-                if isinstance(decoded, dict):
-                    self._usage.feed(decoded)
-                    delta = native.text_delta(decoded)
-                    if delta is not None:
-                        self._texts.append(delta[1])
-                    seq = decoded.get("sequence_number")
-                    if isinstance(seq, int):
-                        self._seq = seq + 1
+            if not data or data[:1] != b"{":
+                continue
+            if native.is_delta(data):
+                deltas.append(data)     # read only if the stream ends without its final count
+                continue
+            try:
+                decoded = msgspec.json.decode(data)
+            except msgspec.DecodeError:
+                continue
+            if isinstance(decoded, dict):
+                self._usage.feed(decoded)
+                seq = decoded.get("sequence_number")
+                if isinstance(seq, int):
+                    self._seq = seq + 1
         return events
 
     def finish(self) -> list[SseEvent]:
@@ -366,6 +387,7 @@ class DialectAnswer:
                 continue     # nothing else of chat's ending belongs in a native stream
             code, message = error
             if self.route.dialect == "responses":
+                self._relayed_text()    # the deltas' sequence numbers: the error follows them
                 out.append(_event("error", {"type": "error", "sequence_number": self._seq, "code": code,
                                             "message": message, "param": None}))
             else:
