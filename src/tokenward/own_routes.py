@@ -32,7 +32,7 @@ class ModelList:
         self._all = _encode({"object": "list", "data": [entry for _, entry in self._models]})
 
     async def __call__(self, ctx: RequestContext) -> Exit:
-        entitled = getattr(ctx.entitlement, "models", None)
+        entitled = ctx.entitlement.models if ctx.entitlement is not None else None
         if entitled is None:
             body = self._all
         else:

@@ -119,15 +119,10 @@ def test_anthropic_headers_from_the_budgets_openai_headers():
         (b"retry-after", b"2"), (b"x-should-retry", b"false")]
 
 
-def test_levels_in_both_conventions():
-    levels = ratelimit.Levels(requests_limit=60, requests_remaining=0, requests_reset_ms=1500,
-                              tokens_limit=1000, tokens_remaining=10, tokens_reset_ms=61_000)
-    assert ratelimit.openai_headers(levels) == [
-        (b"x-ratelimit-limit-requests", b"60"), (b"x-ratelimit-remaining-requests", b"0"),
-        (b"x-ratelimit-reset-requests", b"2s"), (b"x-ratelimit-limit-tokens", b"1000"),
-        (b"x-ratelimit-remaining-tokens", b"10"), (b"x-ratelimit-reset-tokens", b"1m1s")]
+def test_resets_and_retry_after_in_anthropics_convention():
     now = 1_764_720_000.0
-    got = dict(ratelimit.anthropic_headers(levels, now))
+    got = dict(ratelimit.anthropic_from_openai([(b"x-ratelimit-reset-tokens", ratelimit.format_duration(61_000).encode()),
+                                                (b"x-ratelimit-remaining-requests", b"0")], now))
     assert got[b"anthropic-ratelimit-requests-remaining"] == b"0"
     reset = datetime.fromisoformat(got[b"anthropic-ratelimit-tokens-reset"].decode().replace("Z", "+00:00"))
     assert reset.timestamp() == now + 61

@@ -32,7 +32,10 @@ def _ctx(work: Work | None = None, reservation: Reservation | None = None, estim
         record = BudgetRecord(estimated_input=estimated, reserved=reservation.tokens, reserved_cost=0, limits=(),
                               store="local")
         reservation = msgspec.structs.replace(reservation, record=record)
-    request = SimpleNamespace(body=body) if body is not None else None
+    # validation's reading of the body: does the answer repeat the prompt (echo, prompt_logprobs)
+    echoes = body is not None and (getattr(body, "echo", None) is True
+                                   or type(getattr(body, "prompt_logprobs", None)) is int)
+    request = SimpleNamespace(body=body, echoes_prompt=echoes) if body is not None else None
     return SimpleNamespace(work=work, reservation=reservation, notes={}, request=request)
 
 

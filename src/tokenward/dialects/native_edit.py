@@ -94,6 +94,9 @@ class NativeEdit:
     def finish(self) -> list[SseEvent]:
         return self._flush()
 
+    def close(self, tail: bytes) -> bytes:
+        return tail
+
     def _flush(self) -> list[SseEvent]:
         out = []
         for slot, held in self._pending.items():

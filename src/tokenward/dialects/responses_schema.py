@@ -598,9 +598,8 @@ def allowed_names(choice: AllowedToolsChoice) -> set[str]:
 
 
 def _rules(req: ResponsesRequest, items: list[InputItem]) -> None:
-    for field in TOP_RULES:
-        if getattr(req, field) is not UNSET:
-            setattr(req, field, UNSET)
+    req.moderation = UNSET          # dropped by a rule (TOP_RULES)
+    req.access_programs = UNSET
     for item in items:
         if isinstance(item, MessageItem) and isinstance(item.content, list):
             for part in item.content:

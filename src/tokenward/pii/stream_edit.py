@@ -80,6 +80,10 @@ class StreamTextEdit:
             out.append(SseEvent(b"data: " + _encode(chunk) + b"\n\n"))
         return out
 
+    def close(self, tail: bytes) -> bytes:
+        """The stream's last bytes pass as they are (pipeline/outbound.py ``ResponseTransform``)."""
+        return tail
+
     def finish(self) -> list[SseEvent]:
         """Text still held back when the stream ended without a finish_reason for it."""
         if not self._pending:

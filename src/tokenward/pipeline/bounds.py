@@ -64,7 +64,6 @@ def answer_limit(ctx: RequestContext, bytes_per_token: int, slack: int) -> int |
             return None
         limit = bytes_per_token * bound_completion + slack
     request = ctx.request
-    body = request.body if request is not None else None
-    if body is not None and (getattr(body, "echo", None) is True or type(getattr(body, "prompt_logprobs", None)) is int):
+    if request is not None and request.echoes_prompt:
         limit += bytes_per_token * (usage_bounds(ctx)[0] or 0)   # (set whenever a limit is)
     return limit

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
 
+from ..config.schema import PlanConfig
 from ..errors import Refusal
 from ..reconcile.usage import UNKNOWN, Usage
 from ..validation.result import NormalizedRequest
@@ -26,6 +27,8 @@ if TYPE_CHECKING:
     from .route import Route
 
 T = TypeVar("T")
+DEFAULT_PLAN = PlanConfig()
+_features_cache: dict[tuple[str, ...], frozenset[str]] = {}
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Header = tuple[bytes, bytes]
@@ -86,6 +89,28 @@ class RequestContext:
         # The agent job the request runs in (jobs/runs.py JobRun), set by admission; the
         # forwarder asks it right before dispatch.
         self.job: JobTicket | None = None
+
+    @property
+    def plan(self) -> PlanConfig:
+        """The plan that governs the request: the entitlement's (a control may have narrowed
+        it), else the caller's, else the defaults (a route no identity guards)."""
+        entitlement = self.entitlement
+        if entitlement is not None:
+            return entitlement.plan
+        principal = self.principal
+        return principal.plan if principal is not None else DEFAULT_PLAN
+
+    def features(self, plan: PlanConfig) -> frozenset[str]:
+        """The enabled features: the entitlement's set when it decided one, else the plan's."""
+        entitlement = self.entitlement
+        if entitlement is not None and entitlement.features:
+            return entitlement.features
+        features = _features_cache.get(plan.features)
+        if features is None:
+            features = frozenset(plan.features)
+            if len(_features_cache) < 1024:
+                _features_cache[plan.features] = features
+        return features
 
     @property
     def out(self) -> Outbound:

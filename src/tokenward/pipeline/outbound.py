@@ -39,6 +39,11 @@ class ResponseTransform(Protocol):
     def finish(self) -> list[SseEvent]:
         """The stream ended: whatever was held back, as events."""
 
+    def close(self, tail: bytes) -> bytes:
+        """The stream's last bytes (a usage chunk and ``[DONE]``, or an error event): a
+        transform that writes a stream's end in another shape (a dialect's closing events)
+        rewrites them; ``EditsText`` and the others return them as they are."""
+
 
 class Answer(Protocol):
     """What a stage returns to answer the request itself (a cache hit). The runner unwinds
@@ -101,10 +106,7 @@ class Outbound:
                 flushed = outer.events(flushed)
             held += flushed
         for transform in transforms:
-            # a transform that writes the stream's end itself (a dialect's closing events)
-            close = getattr(transform, "close", None)
-            if close is not None:
-                tail = close(tail)
+            tail = transform.close(tail)    # a dialect writes the stream's end itself
         if held:
             tail = b"".join([e.raw for e in held]) + tail
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})

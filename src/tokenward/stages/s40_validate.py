@@ -29,7 +29,6 @@ from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.bounds import say_output_bound
-from ..validation.plan import features_of, plan_of
 from ..validation.request import Validator
 from ..validation.result import NormalizedRequest
 
@@ -57,9 +56,9 @@ class ValidationStage(BaseStage):
         path = route.validates if route is not None else ctx.path
         if path not in self.paths:
             return None  # a route without a body (GET /v1/models)
-        plan = plan_of(ctx)
+        plan = ctx.plan
         try:
-            request = self.validator.validate(path, ctx.parsed, plan, features_of(ctx, plan))
+            request = self.validator.validate(path, ctx.parsed, plan, ctx.features(plan))
         except Refusal as refusal:
             return refusal
         serves = self.serves

@@ -38,7 +38,6 @@ from ..pipeline.stage import BaseStage
 from ..tokenize.counters import Counter
 from ..tokenize.registry import shared_registry
 from ..tokenize.requests import prompt_tokens
-from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
@@ -67,7 +66,7 @@ class WorkStage(BaseStage):
             # what the body carries beyond the validated request (a native dialect body's
             # thinking, reasoning, metadata; opaque state at one token a byte)
             items[0] += sum([counter.count(text) for text in outside]) + opaque
-        plan = plan_of(ctx)
+        plan = ctx.plan
         max_out = request.max_output_tokens
         limit = min(plan.max_context_tokens, self.windows[request.model])
         # validation refuses a request with no input item
@@ -106,7 +105,7 @@ def _work_param(request: NormalizedRequest, outer: int) -> str:
     if outer > 1:
         return _INPUT_FIELD[request.route]
     if request.candidates > 1:
-        return "best_of" if getattr(request.body, "best_of", None) == request.candidates else "n"
+        return "best_of" if request.best_of == request.candidates else "n"
     return "max_tokens" if request.max_output_tokens else _INPUT_FIELD[request.route]
 
 

@@ -160,15 +160,12 @@ class AdmissionStage(BaseStage):
     def _peek(ctx: RequestContext) -> tuple[str | None, int | None, int | None]:
         request = ctx.request
         if request is not None:
-            # validated: read the typed body rather than parse the JSON again
-            body = request.body
-            model, max_tokens = request.model, getattr(body, "max_tokens", None)
-            completion, n = getattr(body, "max_completion_tokens", None), getattr(body, "n", None)
-        else:
-            peek = ctx.parsed.peek()
-            if peek is None:
-                return None, None, None  # validation names the problem; reserve the worst case
-            model, max_tokens, completion, n = peek.model, peek.max_tokens, peek.max_completion_tokens, peek.n
+            # validated: the clamped output bound and the candidates, already read
+            return request.model, request.max_output_tokens or None, request.candidates
+        peek = ctx.parsed.peek()
+        if peek is None:
+            return None, None, None  # validation names the problem; reserve the worst case
+        model, max_tokens, completion, n = peek.model, peek.max_tokens, peek.max_completion_tokens, peek.n
         limit = _int(max_tokens)
         if limit is None:
             limit = _int(completion)

@@ -33,7 +33,6 @@ from ..pipeline.stage import BaseStage
 from ..pii.placeholders import LOOKALIKE
 from ..screening import screener as screening
 from ..screening.detectors import injection_screener, pii_screener
-from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
 from ..pipeline.context import required
 from ..pipeline.results import Screening
@@ -109,7 +108,7 @@ class ScreeningStage(BaseStage):
         self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
-        name = plan_of(ctx).screening
+        name = ctx.plan.screening
         if name is None:
             return None
         request = ctx.request

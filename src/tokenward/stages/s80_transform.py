@@ -33,7 +33,6 @@ from ..pipeline.context import required
 from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.bounds import say_output_bound
-from ..validation.plan import plan_of
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -68,7 +67,7 @@ class TransformStage(BaseStage):
             request = required(ctx.request, "request")
             body = request.body     # the typed request: edited in place, encoded once
             if screened.restrict:
-                _restrict(ctx, body, plan_of(ctx).restricted_max_output_tokens)
+                _restrict(ctx, body, ctx.plan.restricted_max_output_tokens)
             if screened.pii_spans is not None:
                 refusal = self._mask(ctx, screened, request, route)
                 if refusal is not None:

@@ -42,7 +42,6 @@ from ..pipeline.context import required
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
 from ..wire.chunks import parsed
-from ..validation.plan import plan_of
 from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
@@ -105,6 +104,9 @@ class Capture:
     def finish(self) -> list[SseEvent]:
         return []
 
+    def close(self, tail: bytes) -> bytes:
+        return tail
+
 
 class Hit:
     """The cache's answer to one request."""
@@ -119,8 +121,7 @@ class Hit:
         ctx.status = 200
         headers = [(b"x-request-id", ctx.request_id.encode())]
         if ctx.stream:
-            options = getattr(required(ctx.request, "request").body, "stream_options", None)
-            wants_usage = getattr(options, "include_usage", None) is True
+            wants_usage = required(ctx.request, "request").include_usage
             await out.start_stream(200, SSE_HEADERS + headers)
             await out.events(entry.events(ctx.request_id, wants_usage))
             await out.end_stream(b"data: [DONE]\n\n")
@@ -157,10 +158,10 @@ class CacheStage(BaseStage):
         self._put = getattr(store, "put", None)
 
     async def admit(self, ctx: RequestContext) -> Hit | None:
-        plan = plan_of(ctx)
+        plan = ctx.plan
         request = ctx.request
         if (not plan.cache or not isinstance(request, NormalizedRequest) or request.route == "embeddings"
-                or getattr(request.body, "logprobs", None)):
+                or request.logprobs):
             self._bypass(ctx)
             return None
         control = ctx.header(b"cache-control")

@@ -31,26 +31,21 @@ class UpstreamCall:
         self.client_wants_usage = client_wants_usage
 
 
-def _include_usage(options: object) -> object:
-    """``stream_options.include_usage`` from a dict (a peeked body) or a typed StreamOptions."""
-    if isinstance(options, dict):
-        return options.get("include_usage")
-    return getattr(options, "include_usage", None)
-
-
 def _invalid_json(exc: Exception) -> Refusal:
     return Refusal(Reason.invalid_json, f"request body is not valid JSON: {exc}")
 
 
 def _peek_fields(ctx: RequestContext) -> tuple[object, object, object]:
+    """(model, stream, whether the client asked for usage in the stream)."""
     request = ctx.request
     if request is not None:   # validated: the typed body, no second parse
-        return request.model, request.stream, getattr(request.body, "stream_options", None)
+        return request.model, request.stream, request.include_usage
     # Not validated (a gateway built without that stage): the top-level members.
     members = _members(ctx)
     model, stream, options = members.get("model"), members.get("stream", False), members.get("stream_options")
     try:
-        return _value(model), _value(stream), _value(options)
+        options = _value(options)
+        return _value(model), _value(stream), isinstance(options, dict) and options.get("include_usage") is True
     except msgspec.DecodeError as exc:
         raise _invalid_json(exc) from None
 
@@ -86,7 +81,7 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     native = route.render(ctx, target.backend_model if target.renames else None) if route is not None else None
     if native is not None:   # the upstream serves the route's API: its own body, rendered from the parse
         return UpstreamCall(target, native.path, native.body, stream, False)
-    wants_usage = stream and _include_usage(options) is True
+    wants_usage = stream and options is True
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):
         return UpstreamCall(target, upstream_path, ctx.parsed.raw, stream, wants_usage)
