@@ -75,7 +75,6 @@ class Services:
         else:
             self.enforcement = EnforcementMetrics()
             telemetry.exposition.register(self.enforcement)
-        self.enforcement.services = self   # the budget store's breaker a scrape reports
         self.targets: TargetTable | None = None
         self.health: UpstreamHealth | None = None
         self.decisions: DecisionLog | None = None
@@ -129,7 +128,7 @@ class Services:
         if admitter is None or health is None:
             return
         shared = admitter.shared
-        if hasattr(shared.store, "open_reservations") and shared.breaker is not None:
+        if shared.breaker is not None:   # a shared store (the memory store is always up)
             key = f"{self.config.store.key_prefix}:readyz"
 
             async def probe() -> int:

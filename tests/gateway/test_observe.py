@@ -129,4 +129,4 @@ async def test_two_gateways_in_one_process_count_apart(make_gateway):
                             if route == "/v1/chat/completions" and reason == "ok")
         assert (ok(one), ok(other)) == (3, 1)
         assert one.gateway.services.enforcement is not other.gateway.services.enforcement
-        assert one.gateway.services.enforcement.services is one.gateway.services
+        assert one.gateway.services.enforcement.budget_health is not other.gateway.services.enforcement.budget_health

@@ -25,6 +25,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..budget.limits import tenant_namespace
+from ..validation.schemas import ChatCompletionRequest
 from ..wire.request_body import RequestBody
 
 # fields that do not change the answer: left out of every key (and of the semantic cache's
@@ -57,7 +58,7 @@ class KeyMaker:
             # msgspec.structs.replace cost 2.5K instructions more per key. Both request
             # types have the first four; chat has max_completion_tokens too.
             saved = typed.stream, typed.stream_options, typed.user, typed.max_tokens
-            completion_cap = getattr(typed, "max_completion_tokens", UNSET)
+            completion_cap = typed.max_completion_tokens if isinstance(typed, ChatCompletionRequest) else UNSET
             typed.stream = typed.stream_options = typed.user = typed.max_tokens = UNSET
             if completion_cap is not UNSET:
                 typed.max_completion_tokens = UNSET

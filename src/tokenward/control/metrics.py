@@ -15,6 +15,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from msgspec import UNSET
 
+from ..budget.guard import StoreHealth
 from ..pipeline.results import BudgetRecord
 from ..config.abuse import ACTIONS
 from .model import KINDS
@@ -35,7 +36,7 @@ class EnforcementMetrics:
         self.store_errors = 0
         self.runtime: Any = None      # control/runtime.py: the controls in force, cancels done
         self.engine: Any = None       # abuse/engine.py: dropped observations
-        self.services: Any = None     # the gateway's services: the budget's admitter (its breaker)
+        self.budget_health: StoreHealth | None = None   # the shared budget store's (none: memory, up)
 
     def settle(self, tenant: str, record: BudgetRecord | None) -> None:
         """A request's budget record once released (the control stage): what was reserved
@@ -115,8 +116,7 @@ class EnforcementMetrics:
         yield reserved
         yield settled
         yield settled_reserved
-        admitter = self.services.budget if self.services is not None else None
-        health = getattr(getattr(admitter, "shared", None), "health", None)
+        health = self.budget_health
         up = 0 if health is not None and not health.up else 1
         yield GaugeMetricFamily("tokenward_budget_store_up", "1 while the shared budget store answers: its "
                                 "last call (a request's, a settle's, /readyz's probe) succeeded; the memory "

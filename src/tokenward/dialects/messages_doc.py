@@ -162,9 +162,9 @@ def _search_result(block: SearchResultBlock, doc: Document) -> None:
 
 def _server_block(block: Any, doc: Document) -> None:
     """A block from the upstream's own tools: every field as JSON text (messages_schema)."""
-    for name in block.__struct_fields__:
+    for name, value in msgspec.structs.asdict(block).items():
         if name != "cache_control":
-            doc.json(block, name, getattr(block, name), TOOL_OUTPUT, outside=True)
+            doc.json(block, name, value, TOOL_OUTPUT, outside=True)
 
 
 def _tools(parsed: Parsed, doc: Document) -> None:

@@ -18,29 +18,31 @@ from msgspec import UNSET
 from .common import encode
 from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, Piece, ReplacingPiece
 from .messages_doc import Decisions
-from .responses_schema import (
+from .responses_items import (
     ContainerFileCitation,
     FileCitation,
     UrlCitation,
-    AdditionalToolsItem,
-    AllowedToolsChoice,
-    CustomGrammarFormat,
-    CustomTool,
-    NamespaceTool,
     CompactionItem,
     CustomToolCallItem,
     CustomToolCallOutputItem,
     FunctionCallItem,
     FunctionCallOutputItem,
-    FunctionTool,
     InputFile,
     InputText,
     ItemReference,
     MessageItem,
     OutputText,
-    Parsed,
     ReasoningItem,
     RefusalContent,
+)
+from .responses_schema import (
+    AdditionalToolsItem,
+    AllowedToolsChoice,
+    CustomGrammarFormat,
+    CustomTool,
+    NamespaceTool,
+    FunctionTool,
+    Parsed,
     TextFormatJsonSchema,
 )
 

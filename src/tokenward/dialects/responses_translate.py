@@ -19,26 +19,28 @@ from msgspec import UNSET
 from ..errors import Reason, Refusal
 from . import chat_answer
 from .common import Unsupported, encode, new_id
-from .responses_schema import (
-    AllowedToolsChoice,
-    CustomGrammarFormat,
-    CustomTool,
-    FlatTool,
+from .responses_items import (
     CompactionItem,
-    CustomChoice,
     CustomToolCallItem,
     CustomToolCallOutputItem,
     FunctionCallItem,
     FunctionCallOutputItem,
-    FunctionChoice,
     InputFile,
     InputImage,
     InputText,
     ItemReference,
     MessageItem,
     OutputText,
-    Parsed,
     RefusalContent,
+)
+from .responses_schema import (
+    AllowedToolsChoice,
+    CustomGrammarFormat,
+    CustomTool,
+    FlatTool,
+    CustomChoice,
+    FunctionChoice,
+    Parsed,
     TextFormatJsonObject,
     TextFormatJsonSchema,
     allowed_names,

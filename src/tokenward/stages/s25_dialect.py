@@ -65,6 +65,7 @@ from ..reconcile.usage import NOTHING_USED, Usage
 from ..tokenize.registry import shared_registry
 from ..upstream.usage_report import bounded
 from ..validation.normalize import Normalizer
+from ..validation.schemas import ChatCompletionRequest
 from ..validation.result import NormalizedRequest
 from ..validation.texts import TOOL_OUTPUT, TextUnit, chat_units
 from ..wire.sse import SseEvent, SseSplitter
@@ -160,7 +161,7 @@ class DialectRoute:
         if doc is None:
             return None
         body = ctx.request.body if ctx.request is not None else None
-        bound = getattr(body, "max_tokens", None)
+        bound = body.max_tokens if isinstance(body, ChatCompletionRequest) else None
         screening = ctx.screening
         entitlement = ctx.entitlement
         decisions = Decisions(
@@ -190,7 +191,7 @@ class DialectStage(BaseStage):
         self._counters = counters or {}
         self._targets = targets
         # model -> the dialects its upstream serves natively
-        self._native = {name: frozenset(getattr(config.upstreams[spec.upstream], "dialects", ("chat",)))
+        self._native = {name: frozenset(config.upstreams[spec.upstream].dialects)
                         for name, spec in config.models.items()}
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
@@ -270,7 +271,7 @@ def _normalize(doc: Document, ctx: RequestContext) -> Refusal | None:
 def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
     """Tools the upstream runs itself (web search, code execution, ...) are not function
     tools the plan's ``allow_tools`` names: a plan enables them with ``features: [server_tools]``."""
-    kinds = getattr(parsed, "builtin_tools", None) or getattr(parsed, "server_tools", None)
+    kinds = parsed.builtin_tools if isinstance(parsed, responses_schema.Parsed) else parsed.server_tools
     principal = ctx.principal
     if not kinds or (principal is not None and "server_tools" in principal.plan.features):
         return None
@@ -423,7 +424,7 @@ def _charged(ctx: RequestContext) -> tuple[int, int] | None:
 def _output_bound(ctx: RequestContext) -> int | None:
     """The output bound the gateway sent (the client's, a plan's default, or clamped)."""
     body = ctx.request.body if ctx.request is not None else None
-    bound = getattr(body, "max_tokens", None)
+    bound = body.max_tokens if isinstance(body, ChatCompletionRequest) else None
     return bound if isinstance(bound, int) else None
 
 

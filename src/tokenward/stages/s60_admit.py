@@ -311,6 +311,7 @@ async def build(services: Services) -> AdmissionStage:
     clock = services.clock
     admitter = Admitter(config, _inherited_store(services) or open_store(config), clock=clock)
     services.budget = admitter
+    services.enforcement.budget_health = admitter.shared.health   # what tokenward_budget_store_up reports
     services.on_close(admitter.close)
     admitter.keeper.start()
     await admitter.warm()

@@ -33,6 +33,7 @@ from ..pipeline.context import required
 from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.bounds import say_output_bound
+from ..validation.schemas import ChatCompletionRequest, CompletionRequest
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -41,8 +42,6 @@ if TYPE_CHECKING:
     from ..services import Services
     from ..pipeline.results import Screening
 
-_TOOL_FIELDS = ("tools", "tool_choice", "parallel_tool_calls")
-_OUTPUT_FIELDS = ("max_tokens", "max_completion_tokens")
 _encode = msgspec.json.encode
 
 
@@ -120,19 +119,30 @@ class TransformStage(BaseStage):
 
 
 def _restrict(ctx: RequestContext, body: Any, cap: int) -> None:
-    removed = []
-    for field in _TOOL_FIELDS:
-        if getattr(body, field, UNSET) not in (UNSET, None):
-            setattr(body, field, UNSET)
-            removed.append(field)
+    """Tools (chat's tools, tool choice, parallel calls) removed; the output bound lowered to
+    ``cap``."""
+    removed: list[str] = []
+    if isinstance(body, ChatCompletionRequest):
+        present: tuple[tuple[str, object], ...] = (("tools", body.tools), ("tool_choice", body.tool_choice),
+                                                   ("parallel_tool_calls", body.parallel_tool_calls))
+        removed = [field for field, value in present if value is not UNSET and value is not None]
+        body.tools = body.tool_choice = body.parallel_tool_calls = UNSET
     clamped = {}
-    for field in _OUTPUT_FIELDS:
-        value = getattr(body, field, None)
+    for field, value in _output_bounds(body):
         if isinstance(value, int) and value > cap:
             setattr(body, field, cap)
             clamped[field] = value
             say_output_bound(ctx, cap)
     ctx.note("restricted", {"removed": removed, "clamped": clamped})
+
+
+def _output_bounds(body: Any) -> list[tuple[str, object]]:
+    """(field, value) of each output bound the body has (chat: two; completions: one)."""
+    if isinstance(body, ChatCompletionRequest):
+        return [("max_tokens", body.max_tokens), ("max_completion_tokens", body.max_completion_tokens)]
+    if isinstance(body, CompletionRequest):
+        return [("max_tokens", body.max_tokens)]
+    return []
 
 
 def _keep_within_reservation(ctx: RequestContext, request: NormalizedRequest, grown: int,
@@ -143,8 +153,7 @@ def _keep_within_reservation(ctx: RequestContext, request: NormalizedRequest, gr
     outer = max(request.outer_items, 1)
     cut = -(-grown // outer)
     record["prompt_grew"] = grown
-    for field in _OUTPUT_FIELDS:
-        value = getattr(body, field, None)
+    for field, value in _output_bounds(body):
         if isinstance(value, int):
             if value - cut < 1:
                 return Refusal(Reason.context_too_large,
