@@ -258,8 +258,11 @@ async def test_start_up_refused_without_the_secret_naming_the_variable(tmp_path,
     assert named in checked.stdout + checked.stderr
     assert "upstreams.salted.cache_salt" in checked.stdout + checked.stderr
     env[named] = SECRET
-    assert subprocess.run([sys.executable, "-m", "tokenward", "check-config", str(path)], capture_output=True,
-                          text=True, env=env, timeout=60).returncode == 0
+    checked = subprocess.run([sys.executable, "-m", "tokenward", "check-config", str(path)], capture_output=True,
+                             text=True, env=env, timeout=60)
+    assert checked.returncode == 0, checked
+    assert ("warning: plans.team.allow_cache_salt: a client's cache_salt is dropped on upstream keyed, plain"
+            in checked.stderr)
 
 
 async def test_a_short_secret_is_refused(tmp_path, monkeypatch):
