@@ -103,7 +103,7 @@ async def test_a_threaded_screener_reads_its_requests_tenant():
     await screener.screen([LONG])
     memos.enter("globex")
     await screener.screen([LONG])
-    assert seen == ["acme", "globex"] and inner._find.tenants() == {"acme", "globex"}
+    assert seen == ["acme", "globex"] and inner._find.__self__.tenants() == {"acme", "globex"}
 
 
 @pytest.fixture

@@ -31,7 +31,7 @@ class InjectionScreener:
         self._read = signals
         # what a detector found in one text depends on the text alone, and a conversation sends
         # its system prompt and history again every turn: remembered, per tenant (memos.py)
-        self._signals = TextMemo(signals)
+        self._signals = TextMemo(signals).get
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
         signals, direct, short = self._signals, self._read, MIN_CHARS
@@ -50,7 +50,7 @@ class PiiScreener:
         self.detector = detector
         self.name = detector.name
         self._direct = detector.find
-        self._find = TextMemo(lambda text: tuple(detector.find(text))) if remember else detector.find
+        self._find = TextMemo(lambda text: tuple(detector.find(text))).get if remember else detector.find
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
         find, direct, short = self._find, self._direct, MIN_CHARS
