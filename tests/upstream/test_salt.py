@@ -69,6 +69,13 @@ def test_a_name_written_with_escapes_is_the_same_name():
     assert json.loads(CacheSalt("off", None).apply(raw, context())) == {"model": "m", "x": "cache_salt"}
 
 
+def test_a_null_client_salt_is_no_salt_and_is_not_forwarded():
+    raw = b'{"model": "m", "cache_salt": null}'
+    assert json.loads(CacheSalt("off", None).apply(raw, context())) == {"model": "m"}
+    assert json.loads(CacheSalt("key", SECRET).apply(raw, context())) == {
+        "cache_salt": expected("key", "key_1"), "model": "m"}
+
+
 def test_an_empty_object_and_a_body_that_is_no_object():
     salt = CacheSalt("tenant", SECRET)
     assert json.loads(salt.apply(b" { } ", context())) == {"cache_salt": expected("tenant", "acme")}

@@ -106,15 +106,15 @@ class CacheSalt:
         except msgspec.DecodeError as exc:
             raise Refusal(Reason.invalid_json, f"request body is not valid JSON: {exc}") from None
         raw = members.pop("cache_salt", None)
+        if raw is None and self.scope == "off":
+            return body   # the name was deeper in: nothing to take out
         client = None if raw is None else _client_salt(raw)
         if client is not None:
             ctx.note("client_cache_salt", "dropped" if self.scope == "off" else "folded")
         if self.scope != "off":
             ctx.note("cache_salt", self.scope)
             members = {"cache_salt": msgspec.Raw(b'"' + self.salt(ctx.principal, client) + b'"'), **members}
-        elif client is None:
-            return body   # the name was deeper in: nothing to take out
-        return _encode(members)
+        return _encode(members)   # without the client's, even a null one
 
 
 def _may_carry_one(body: bytes, ctx: RequestContext) -> bool:
