@@ -21,6 +21,7 @@ from .errors import Reason, Refusal
 from .pipeline.disconnect import DisconnectWatch
 from .http.asgi import Receive, Scope, Send
 from .http.responses import send_json, send_refusal
+from .memos import enter as enter_tenant
 from .own_routes import HEALTHY, STARTING, ModelList
 from .observe.decision_log import build_record
 from .observe.telemetry import Telemetry
@@ -127,6 +128,9 @@ class Gateway:
         ctx = RequestContext(self._next_id(), scope["method"], path, scope["headers"], receive, send,
                              perf_counter_ns())
         ctx.disconnect = DisconnectWatch(receive, self._loop)
+        # no tenant's memos until identity names one: this task may have served another
+        # tenant's request on the same connection (memos.py)
+        enter_tenant(None)
         self.active += 1
         try:
             await runner.run(ctx)

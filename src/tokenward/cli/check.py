@@ -157,7 +157,7 @@ def config_warnings(cfg: Config, environ: Mapping[str, str]) -> list[str]:
                          f"({plan.max_output_tokens}): a request without max_tokens gets {plan.max_output_tokens}")
     for name, tenant in cfg.tenants.items():
         found += _zero_limits(f"tenants.{name}.overrides", tenant.overrides)
-    return found + screening_warnings(cfg)
+    return found + screening_warnings(cfg) + _dropped_client_salts(cfg)
 
 
 def screening_warnings(cfg: Config) -> list[str]:
@@ -186,6 +186,21 @@ def screening_warnings(cfg: Config) -> list[str]:
             if importlib.util.find_spec(module) is None:
                 found.append(f"{where}: detector {detector} needs the {extra} extra (pip install "
                              f"'tokenward[{extra}]'); a plan using this policy is refused at start")
+    return found
+
+
+def _dropped_client_salts(cfg: Config) -> list[str]:
+    """A plan that lets clients send cache_salt, with models on an upstream that salts nothing:
+    there the client's salt is dropped (upstream/salt.py), which its reader may not expect."""
+    found = []
+    for name, plan in cfg.plans.items():
+        if not plan.allow_cache_salt:
+            continue
+        unsalted = sorted({spec.upstream for model, spec in cfg.models.items()
+                           if model in plan.models and cfg.upstreams[spec.upstream].cache_salt == "off"})
+        if unsalted:
+            found.append(f"plans.{name}.allow_cache_salt: a client's cache_salt is dropped on upstream "
+                         f"{', '.join(unsalted)} (its cache_salt is off)")
     return found
 
 

@@ -115,6 +115,12 @@ class UpstreamConfig(_Strict, frozen=True):
     # The request dialects this backend serves itself (docs/dialects.md): a request in
     # another one is translated to chat completions and its answer translated back.
     dialects: tuple[Literal["chat", "responses", "messages"], ...] = ("chat",)
+    # Tenant isolation of the engine's prefix cache (docs/security.md): every body sent here
+    # carries cache_salt, an HMAC of the tenant (or API key id) under the secret in the
+    # environment variable cache_salt_secret_env names. off: none (a backend that does not
+    # know the field may refuse it); a client's own salt is then dropped (upstream/salt.py).
+    cache_salt: Literal["off", "tenant", "key"] = "off"
+    cache_salt_secret_env: str = "TOKENWARD_CACHE_SALT_SECRET"
 
 
 class ModelConfig(_Strict, frozen=True):
@@ -151,6 +157,9 @@ class PlanConfig(_Strict, frozen=True):
     max_n: int = 1
     allow_best_of: bool = False
     max_best_of: int = 1
+    # A client may send its own cache_salt (1-256 printable ASCII characters): folded into the
+    # gateway's salt on an upstream with cache_salt on, dropped on one without (upstream/salt.py).
+    allow_cache_salt: bool = False
     max_outer_items: int = 16
     max_messages: int = 256
     max_content_parts: int = 64

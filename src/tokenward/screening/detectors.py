@@ -14,32 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable, Sequence
 
+from ..memos import MIN_CHARS, TextMemo
 from .screener import Screener, ScreenResult, Span, Threaded, load
-
-
-class _PerText:
-    """What a detector found in one text, remembered: a conversation sends its system prompt
-    and its history again every turn, and a built-in detector's findings depend on the text
-    alone. Keyed by (hash, length), never the text (Python's per-process keyed SipHash, as
-    the token counters' cache); short texts are cheap enough to read again."""
-
-    MIN_CHARS, ENTRIES = 64, 8192
-
-    def __init__(self, read) -> None:
-        self._read = read
-        self._seen: dict[tuple[int, int], Any] = {}
-
-    def __call__(self, text: str):
-        if len(text) < self.MIN_CHARS:
-            return self._read(text)
-        key = (hash(text), len(text))
-        found = self._seen.get(key)
-        if found is None:
-            found = self._read(text)
-            if len(self._seen) >= self.ENTRIES:
-                del self._seen[next(iter(self._seen))]   # oldest first
-            self._seen[key] = found
-        return found
 
 
 class InjectionScreener:
@@ -55,10 +31,12 @@ class InjectionScreener:
         if signals is None:
             signals = lambda text: tuple((a, b, n) for _, a, b, n in detector.score([text])[1])  # noqa: E731
         self._read = signals
-        self._signals = _PerText(signals)
+        # what a detector found in one text depends on the text alone, and a conversation sends
+        # its system prompt and history again every turn: remembered, per tenant (memos.py)
+        self._signals = TextMemo(signals).get
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        signals, direct, short = self._signals, self._read, _PerText.MIN_CHARS
+        signals, direct, short = self._signals, self._read, MIN_CHARS
         spans = [Span(i, a, b, name) for i, text in enumerate(texts) if text
                  for a, b, name in (direct(text) if len(text) < short else signals(text))]
         if not spans:
@@ -74,10 +52,10 @@ class PiiScreener:
         self.detector = detector
         self.name = detector.name
         self._direct = detector.find
-        self._find = _PerText(lambda text: tuple(detector.find(text))) if remember else detector.find
+        self._find = TextMemo(lambda text: tuple(detector.find(text))).get if remember else detector.find
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        find, direct, short = self._find, self._direct, _PerText.MIN_CHARS
+        find, direct, short = self._find, self._direct, MIN_CHARS
         spans = [Span(i, start, end, label) for i, text in enumerate(texts)
                  for start, end, label in (direct(text) if len(text) < short else find(text))]
         return ScreenResult(1.0 if spans else 0.0, spans)

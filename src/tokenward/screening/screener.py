@@ -16,6 +16,7 @@ admitted and recorded).
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import inspect
 from time import perf_counter_ns
@@ -93,7 +94,9 @@ class Threaded:
         self._pool = ThreadPoolExecutor(max_workers=threads, thread_name_prefix=f"screen-{inner.name}")
 
     def screen(self, texts: Sequence[str]) -> Awaitable[ScreenResult]:
-        return asyncio.get_running_loop().run_in_executor(self._pool, self.inner.screen, list(texts))
+        # in the request's context: its tenant keys the inner screener's memo (memos.py)
+        run = contextvars.copy_context().run
+        return asyncio.get_running_loop().run_in_executor(self._pool, run, self.inner.screen, list(texts))
 
 
 def load(spec: str, builtins: dict[str, Any], **kwargs: Any) -> Screener:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import msgspec
 
 from ..config.schema import PlanConfig
+from ..memos import enter as enter_tenant
 from ..errors import Reason, Refusal
 from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
@@ -92,6 +93,7 @@ class IdentityStage(BaseStage):
         if type(result) is Refusal:
             return result
         ctx.principal = result
+        enter_tenant(result.tenant)   # the memos this request reads and fills are its tenant's (memos.py)
         if not ctx.parsed.raw:
             refusal = await read_body(ctx)
             if refusal is not None:

@@ -16,7 +16,8 @@ in validation refuses it with the precise error. Decisions:
 - optional features, denied unless ``plan.features`` lists them (``feature_not_entitled``):
   ``best_of`` (also allowed by ``allow_best_of``), ``structured_output`` (a json_schema
   response format), ``logprobs``, and vLLM's extra request fields, each enabled by its own
-  name or all by ``vllm_extensions`` (validation then bounds their values).
+  name or all by ``vllm_extensions`` (validation then bounds their values); ``cache_salt``
+  also by ``allow_cache_salt`` (upstream/salt.py folds it into the gateway's salt).
 
 File types (``files_not_entitled``) are decided by validation, which sniffs them, from
 ``Entitlement.plan.allow_files``.
@@ -53,7 +54,8 @@ class TenantRules:
         self.plan = plan
         self.models = frozenset(plan.models)
         self.tools = glob_set(plan.allow_tools)   # globs: "*", "mcp__*", "NAMESPACE.*"
-        self.features = frozenset(plan.features) | ({"best_of"} if plan.allow_best_of else set())
+        self.features = (frozenset(plan.features) | ({"best_of"} if plan.allow_best_of else set())
+                         | ({"cache_salt"} if plan.allow_cache_salt else set()))
         replace = not plan.allow_system_prompt and plan.system_prompt is not None
         self.system_prompt = plan.system_prompt if replace else None
         self.refuse_system = not plan.allow_system_prompt and plan.system_prompt is None

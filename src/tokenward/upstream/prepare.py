@@ -67,6 +67,14 @@ def _members(ctx: RequestContext) -> dict[str, object]:
 
 
 def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> UpstreamCall:
+    call = _prepare(ctx, targets, upstream_path)
+    salt = call.target.salt
+    if salt is not None:   # the engine's prefix cache, per tenant (upstream/salt.py)
+        call.body = salt.apply(call.body, ctx)
+    return call
+
+
+def _prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> UpstreamCall:
     model, stream, options = _peek_fields(ctx)
     if not isinstance(model, str):
         raise Refusal(Reason.invalid_field, "model must be a string", param="model")

@@ -15,6 +15,7 @@ from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
 from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
+from .salt import CacheSalt, salt_for
 
 if TYPE_CHECKING:
     from ..tokenize.counters import Counter
@@ -51,7 +52,7 @@ class HeaderAllowlist:
 class Target:
     __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
                  "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered",
-                 "answer_bytes_per_token", "answer_slack_bytes", "metrics")
+                 "answer_bytes_per_token", "answer_slack_bytes", "metrics", "salt")
 
     def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
@@ -77,6 +78,8 @@ class Target:
         # the model's own tokenizer, to count streamed output a backend does not report;
         # None for ``estimate`` (token events are counted instead)
         self.output_counter = output_counter
+        # the upstream's cache_salt (upstream/salt.py; set by TargetTable): None, nothing to do
+        self.salt: CacheSalt | None = None
 
     @property
     def renames(self) -> bool:
@@ -138,8 +141,10 @@ class TargetTable:
         # an UpstreamPool, or a transport the assembly was given (MemoryTransport): the same surface
         self.pools: dict[str, Any] = {}
         self.targets: dict[str, Target] = {}
+        salts: dict[str, CacheSalt | None] = {}
         for name, up in config.upstreams.items():
             _check_header_name(name, up)
+            salts[name] = salt_for(name, up, config)   # a salting scope without its secret: refused here
             given = transports.get(name) if transports else None
             self.pools[name] = given if given is not None else pool_for(name, up, resolved_urls.get(name, up.base_url))
         counters = counters or {}
@@ -151,6 +156,7 @@ class TargetTable:
                 model, spec.upstream, self.pools[spec.upstream], spec.upstream_model or model,
                 auth_headers(spec.upstream, up), HeaderAllowlist(up.forward_headers), up.read_timeout_s,
                 up, exact, metrics)
+            self.targets[model].salt = salts[spec.upstream]
 
     def get(self, model: str) -> Target | None:
         return self.targets.get(model)
