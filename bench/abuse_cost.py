@@ -46,9 +46,9 @@ async def measure(gateway, args, config_path: Path) -> None:
     gateway.runner._finish = lambda ctx: (captured.setdefault("ctx", ctx), finish(ctx))
     await inproc.one_request(gateway, scope, body, [])
     ctx = captured["ctx"]
-    engine = gateway.services.abuse
+    engine = gateway.parts.abuse
     observer = engine.observer
-    stage = next(s for s in gateway.services.stages if s.name == "control")
+    stage = next(s for s in gateway.parts.stages if s.name == "control")
     n = args.requests
 
     def observe(count: int) -> None:

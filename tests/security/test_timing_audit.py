@@ -122,7 +122,7 @@ async def gateway(tmp_path):
     built = Gateway(parse_config(CONFIG.format(tmp=tmp_path), environ={}),
                     transports={"mock": MemoryTransport(MockUpstream())})
     await built.startup()
-    keys = {label: (await built.services.keys.create(tenant))[0]
+    keys = {label: (await built.parts.keys.create(tenant))[0]
             for label, tenant in (("a", "acme"), ("b", "globex"), ("c", "initech"))}
     try:
         yield InProcess(built, keys)

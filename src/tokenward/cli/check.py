@@ -72,7 +72,7 @@ def _check_tokenizers(cfg: Config) -> dict[str, Counter]:
 
 
 def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
-    from ..services import BUILTIN_MOCK   # started in-process: no URL to check
+    from ..config.schema import BUILTIN_MOCK   # started in-process: no URL to check
     from ..upstream.client import UpstreamPool
     from ..upstream.targets import TargetTable
 
@@ -92,7 +92,7 @@ def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
 
 def _check_stores(cfg: Config) -> None:
     from ..keys.store import engine_url
-    from ..stages.s60_admit import open_store
+    from ..budget.opening import open_store
 
     try:
         open_store(cfg)   # parses a Redis URL; connects only on first use

@@ -17,29 +17,45 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any, cast
+from typing import Any, Protocol, Sequence, cast
 
 import msgspec
 
 from ..budget import policy
 from ..budget.limits import Budgets
+from ..budget.admission import Admitter
 from ..budget.report import budget_report
 from ..budget.store import StoreUnavailable
 from ..errors import Reason, envelope
 from ..http.responses import code_header
 from ..config.loader import effective_plan
+from ..config.schema import Config
+from ..keys.service import KeyService
 from ..observe.telemetry import Telemetry
+from .runtime import ControlRuntime
 from .status_html import page, tenants_fragment
 
 _encode = msgspec.json.encode
 SNAPSHOT_S = 10.0
 
 
+class EventCounts(Protocol):
+    """The abuse signals' store, as the page reads it: per tenant, event -> count over a window
+    (abuse/store.py SignalStore.events), the same for every replica."""
+
+    async def events(self, tenants: Sequence[str], now: int, window_s: int) -> dict[str, dict[str, int]]: ...
+
+
 class StatusPage:
-    def __init__(self, services) -> None:
-        self.services = services
-        self.config = services.config
-        self.runtime = services.control
+    def __init__(self, config: Config, runtime: ControlRuntime, telemetry: Telemetry, admitter: Admitter | None,
+                 keys: KeyService | None, shared_events: EventCounts | None) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.telemetry = telemetry
+        self.admitter = admitter
+        self.keys = keys
+        # the abuse signals' shared counts (refusals and screening for every replica), when configured
+        self.shared_events = shared_events
         self._plans = {t: effective_plan(self.config, t) for t in self.config.tenants}
         self._budgets = Budgets(self.config)   # our own: never the admitter's cache of the hot path
         # (monotonic time, {(tenant, reason): refusals so far}) of this replica, for "the last minutes"
@@ -47,11 +63,9 @@ class StatusPage:
         self._cached: tuple[float, dict] | None = None
         self._lock = asyncio.Lock()
         # Without abuse signals (whose shared counts carry them), this replica's screening
-        # outcomes per tenant: app.py calls ``tally`` for each screened request.
+        # outcomes per tenant: the gateway calls ``tally`` for each request it finishes.
         self._screened: dict[tuple[str, str], int] = {}
         self._screen_snaps: list[tuple[float, dict[tuple[str, str], int]]] = []
-        if services.abuse is None:
-            services.status_tally = self.tally
 
     def tally(self, ctx) -> None:
         principal, screening = ctx.principal, ctx.screening
@@ -74,7 +88,7 @@ class StatusPage:
             now = self.runtime.now()
             window = self.config.control.status_window_s
             events = await self._events(now, window)
-            decisions, lookups, screened = await _counts(self.services.telemetry)
+            decisions, lookups, screened = await _counts(self.telemetry)
             local = self._local_refusals(window, decisions)
             local_screened = _windowed(dict(self._screened), self._screen_snaps, window)
             tenants = {}
@@ -100,7 +114,7 @@ class StatusPage:
                 "screening": screening, "controls": controls, "cache": cache}
 
     async def _budget(self, tenant: str, now: float) -> list[dict]:
-        admitter = self.services.budget
+        admitter = self.admitter
         if admitter is None:
             return []
         now_ms = int(now * 1000)
@@ -114,9 +128,9 @@ class StatusPage:
         return rows
 
     async def _events(self, now: float, window: float) -> dict[str, dict[str, int]]:
-        if self.services.abuse is None:
+        store = self.shared_events
+        if store is None:
             return {}
-        store = self.services.signal_store
         try:
             return await store.events(sorted(self.config.tenants), int(now), int(window))
         except Exception:
@@ -156,12 +170,12 @@ class StatusPage:
         if len(parts) != 2 or parts[0] != "budget":
             return None
         tenant, key_id = parts[1], query.get("key") or None
-        admitter = self.services.budget
+        admitter = self.admitter
         if tenant not in self._plans or admitter is None:
             return _not_found(f"no tenant {tenant!r} with budgets in this gateway's config", "tenant")
         limits = None
         if key_id is not None:
-            record = await self.services.keys.get(key_id) if self.services.keys is not None else None
+            record = await self.keys.get(key_id) if self.keys is not None else None
             if record is None or record.tenant != tenant:
                 return _not_found(f"no key {key_id!r} of tenant {tenant!r}", "key")
             limits = record.limits()

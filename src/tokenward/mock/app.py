@@ -118,6 +118,12 @@ class MockUpstream:
             ("POST", "/_mock/release"): self._release,
         }
 
+    @property
+    def control_routes(self) -> list[tuple[str, str]]:
+        """(method, path) of the mock's own controls, which a gateway serving it in-process
+        answers on its own port (assemble/routes.py)."""
+        return list(self._mock_routes)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind != "http":

@@ -58,6 +58,10 @@ class Stage(Protocol):
     name: ClassVar[str]
     holds: ClassVar[bool]
     on_routes: ClassVar[frozenset[str] | None]
+    # the context slots (pipeline/context.py SLOTS) it cannot do its job without, and those it
+    # writes: a gateway whose stages leave a need unwritten is refused at assembly
+    needs: ClassVar[frozenset[str]]
+    writes: ClassVar[frozenset[str]]
 
     async def admit(self, ctx: RequestContext) -> Refusal | Answer | None: ...
 
@@ -72,6 +76,8 @@ class BaseStage:
     name: ClassVar[str] = "stage"
     holds: ClassVar[bool] = False
     on_routes: ClassVar[frozenset[str] | None] = None
+    needs: ClassVar[frozenset[str]] = frozenset()
+    writes: ClassVar[frozenset[str]] = frozenset()
 
     async def admit(self, ctx: RequestContext) -> Refusal | Answer | None:  # pragma: no cover - abstract
         raise NotImplementedError

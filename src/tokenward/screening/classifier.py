@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import functools
 import importlib.util
 import json
 import math
@@ -318,6 +319,15 @@ def _trim_heap() -> None:
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (OSError, AttributeError):
         pass
+
+
+@functools.lru_cache(maxsize=None)
+def shared_encoder(runtime: str = "auto") -> MiniLM:
+    """One encoder per process and runtime, shared by every classifier detector: a policy's
+    injection and tool-output detectors, every policy, a reloaded config. Its weights are
+    read-only once built and both runtimes run concurrent calls safely, so sharing costs
+    nothing; not sharing cost ~265 MB resident and ~3 s of start-up per detector."""
+    return load_encoder(runtime)
 
 
 def load_encoder(runtime: str = "auto") -> MiniLM:

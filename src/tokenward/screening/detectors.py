@@ -74,9 +74,9 @@ def _tool_output() -> Screener:
 
 
 def _classifier() -> Screener:
-    from .classifier import ClassifierInjection
+    from .classifier import ClassifierInjection, shared_encoder
 
-    return ClassifierInjection()
+    return ClassifierInjection(encoder=shared_encoder())
 
 
 def _patterns(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:

@@ -1,14 +1,15 @@
 """The stage order, declared once. Cheap checks first; ``forward`` is the runner's last step.
 
-Each entry names a stage and the function that builds it from the gateway's services
-(``services.py``); a builder may return None when the config leaves its stage out (no
-screening policy, no cache). Adding a stage means adding its module here and its builder
-to this tuple; nothing is looked up by a string.
+Each entry names a stage and the function that builds it. A builder's parameters name what
+it is built from (``config``, ``clock``, ``tokenizers``, ``admitter``...: the names and types
+of assemble/gateway.py's ``Available``), and the assembly hands it exactly those; it may
+return None when the config leaves its stage out (no screening policy, no cache). Adding a
+stage means adding its module here and its builder to this tuple.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable
 
 from . import (s10_edge, s20_identity, s22_model, s25_dialect, s30_entitlement, s35_control, s40_validate,
                s50_work, s60_admit, s70_screen, s80_transform, s85_cache)
@@ -16,8 +17,8 @@ from . import (s10_edge, s20_identity, s22_model, s25_dialect, s30_entitlement, 
 if TYPE_CHECKING:
     from ..pipeline.stage import Stage
 
-# builder(services) -> the stage, or None; a coroutine for the builders that open stores
-Builder = Callable[[Any], "Stage | None | Awaitable[Stage | None]"]
+# builder(**what it names) -> the stage, or None (assemble/gateway.py calls it)
+Builder = Callable[..., "Stage | None | Awaitable[Stage | None]"]
 
 STAGES: tuple[tuple[str, Builder], ...] = (
     ("dialect_exit", s25_dialect.build_exit),   # Responses and Messages refusals in their API's terms, the edge's too
@@ -51,3 +52,12 @@ def only(names: set[str], stages: tuple[tuple[str, Builder], ...] = STAGES) -> t
     if unknown:
         raise KeyError(f"no stages named {sorted(unknown)}")
     return tuple((slot, built) for slot, built in stages if slot in names)
+
+
+# Which stage writes each context slot (pipeline/context.py), for the assembly's refusal of
+# an order that leaves a stage's need unwritten; the forward step needs the route.
+SLOT_WRITERS: dict[str, str] = {
+    "route": "edge", "principal": "identity", "entitlement": "entitlement", "request": "validation",
+    "work": "work", "reservation": "admission", "job": "admission", "screening": "screening", "cache": "cache",
+}
+FORWARD_NEEDS = frozenset({"route"})

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from ..pii.stream_edit import StreamTextEdit
     from ..pipeline.context import RequestContext
     from ..pipeline.outbound import ResponseTransform
-    from ..services import Services
 
 
 class Route:
@@ -70,6 +69,7 @@ def _media_type(value: bytes) -> bytes:
 
 class EdgeStage(BaseStage):
     name = "edge"
+    writes = frozenset({"route"})
 
     def __init__(self, config: Config, reads_body: bool = False) -> None:
         edge = config.edge
@@ -163,6 +163,6 @@ def _too_large(cap: int) -> Refusal:
     return Refusal(Reason.body_too_large, f"request body exceeds {cap} bytes")
 
 
-def build(services: Services) -> EdgeStage:
+def build(config: Config, stage_names: frozenset[str]) -> EdgeStage:
     # Without an identity stage (benches that price a part), nothing else reads the body.
-    return EdgeStage(services.config, reads_body="identity" not in services.stage_names)
+    return EdgeStage(config, reads_body="identity" not in stage_names)

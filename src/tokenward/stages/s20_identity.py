@@ -18,19 +18,18 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
-from ..config.schema import PlanConfig
+from ..config.schema import Config, PlanConfig
 from ..memos import enter as enter_tenant
 from ..errors import Reason, Refusal
 from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
-from ..assemble.identity import open_identity, tenant_plans
+from ..identity.parts import IdentityParts
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
 from .s10_edge import read_body
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
-    from ..services import Services
 
 MISSING = Refusal(Reason.missing_credentials,
                   "no credentials: send Authorization: Bearer <API key> (or an x-api-key header)")
@@ -69,6 +68,8 @@ def _end_user(peek: Any) -> str | None:   # a BodyPeek (wire/request_body.py) or
 
 class IdentityStage(BaseStage):
     name = "identity"
+    needs = frozenset({"route"})
+    writes = frozenset({"principal"})
 
     def __init__(self, api_keys: ApiKeyAuthenticator, jwt: JwtVerifier | None,
                  plans: dict[str, tuple[str, PlanConfig]], clock: Callable[[], float] = time.time) -> None:
@@ -130,10 +131,6 @@ class IdentityStage(BaseStage):
         return principal
 
 
-async def build(services: Services) -> IdentityStage:
-    config = services.config
-    plans = tenant_plans(config)
-    parts = await open_identity(services, plans)
+def build(config: Config, identity: IdentityParts) -> IdentityStage:
     jwt = JwtVerifier(config.jwt.issuers) if config.jwt.issuers else None
-    services.identity = parts
-    return IdentityStage(parts.authenticator, jwt, plans)
+    return IdentityStage(identity.authenticator, jwt, identity.plans)

@@ -41,6 +41,7 @@ import msgspec
 from msgspec import UNSET
 
 from ..config.schema import Config
+from ..upstream.targets import TargetTable
 from ..dialects import (
     messages_doc,
     messages_schema,
@@ -62,7 +63,7 @@ from ..http.responses import JSON
 from ..pipeline.route import NativeCall
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
-from ..tokenize.registry import shared_registry
+from ..tokenize.registry import TokenizerRegistry
 from ..upstream.usage_report import bounded
 from ..validation.normalize import Normalizer
 from ..validation.schemas import ChatCompletionRequest
@@ -74,7 +75,7 @@ if TYPE_CHECKING:
     from ..pii.stream_edit import StreamTextEdit
     from ..pipeline.context import RequestContext
     from ..pipeline.outbound import ResponseTransform
-    from ..upstream.targets import Target, TargetTable
+    from ..upstream.targets import Target
     from ..pipeline.outbound import Outbound
 
 CHAT_ROUTE = "/v1/chat/completions"
@@ -184,6 +185,8 @@ def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any
 class DialectStage(BaseStage):
     on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
     name = "dialect"
+    needs = frozenset({"route"})
+    writes = frozenset({"route"})
 
     def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None,
                  targets: TargetTable | None = None) -> None:
@@ -471,6 +474,7 @@ class CountTokensStage(BaseStage):
     on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
 
     name = "count_tokens"
+    needs = frozenset({"route", "work"})
 
     async def admit(self, ctx: RequestContext) -> Any:
         route = ctx.route
@@ -482,13 +486,14 @@ class CountTokensStage(BaseStage):
         return CountedTokens(_input_tokens(ctx)) if route.count_tokens else None
 
 
-def build(services: Any) -> DialectStage:
-    return DialectStage(services.config, services.clock, shared_registry(services).counters, services.targets)
+def build(config: Config, clock: Callable[[], float], tokenizers: TokenizerRegistry,
+          targets: TargetTable) -> DialectStage:
+    return DialectStage(config, clock, tokenizers.counters, targets)
 
 
-def build_exit(services: Any) -> DialectExitStage:
-    return DialectExitStage(services.clock)
+def build_exit(clock: Callable[[], float]) -> DialectExitStage:
+    return DialectExitStage(clock)
 
 
-def build_count(services: Any) -> CountTokensStage:
+def build_count() -> CountTokensStage:
     return CountTokensStage()

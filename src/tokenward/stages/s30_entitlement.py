@@ -30,7 +30,8 @@ from typing import Callable, TYPE_CHECKING
 import msgspec
 
 from ..config.globs import GlobSet, glob_set
-from ..config.schema import PlanConfig
+from ..config.loader import effective_plan
+from ..config.schema import Config, PlanConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
@@ -78,6 +79,8 @@ def _feature_denied(name: str, param: str, setting: str) -> Refusal:
 
 class EntitlementStage(BaseStage):
     name = "entitlement"
+    needs = frozenset({"principal"})
+    writes = frozenset({"entitlement"})
 
     def __init__(self, plans: dict[str, PlanConfig], known_models: frozenset[str]) -> None:
         self.rules = {tenant: TenantRules(plan) for tenant, plan in plans.items()}
@@ -213,9 +216,6 @@ def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: list) -> R
     return None
 
 
-def build(services) -> EntitlementStage:
-    from ..config.loader import effective_plan
-
-    config = services.config
+def build(config: Config) -> EntitlementStage:
     return EntitlementStage({tenant: effective_plan(config, tenant) for tenant in config.tenants},
                             frozenset(config.models))

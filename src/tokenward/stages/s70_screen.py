@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..config.schema import InjectionScreening, PiiScreening, ScreeningPolicy
+from ..config.schema import Config, InjectionScreening, PiiScreening, ScreeningPolicy
 from ..errors import ConfigError, MissingExtra, Reason, Refusal
 from ..observe.metrics import GatewayMetrics
 from ..pipeline.stage import BaseStage
@@ -102,6 +102,8 @@ def _failed(metrics: GatewayMetrics, kind: str, detector: str, exc: screening.Sc
 
 class ScreeningStage(BaseStage):
     name = "screening"
+    needs = frozenset({"route", "request"})
+    writes = frozenset({"screening"})
 
     def __init__(self, policies: dict[str, CompiledPolicy], metrics: GatewayMetrics | None = None) -> None:
         self.policies = policies
@@ -227,12 +229,11 @@ def _typed_lookalikes(texts: list[str]) -> bool:
     return False
 
 
-def build(services) -> ScreeningStage | None:
-    config = services.config
+def build(config: Config, metrics: GatewayMetrics) -> ScreeningStage | None:
     policies = config.screening.policies
     if not policies:
         return None
-    used = {plan.screening for plan in config.plans.values()}
+    used: set[object] = {plan.screening for plan in config.plans.values()}
     used |= {t.overrides.get("screening") for t in config.tenants.values() if isinstance(t.overrides, dict)}
     compiled = {}
     for name, policy in policies.items():
@@ -242,4 +243,4 @@ def build(services) -> ScreeningStage | None:
             if name in used:
                 raise
             # a policy no plan uses may name an extra that is not installed (check-config warns)
-    return ScreeningStage(compiled, services.metrics)
+    return ScreeningStage(compiled, metrics)

@@ -37,6 +37,7 @@ from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
 from ..http.responses import JSON, SSE_HEADERS
 from ..observe.metrics import GatewayMetrics
+from ..pipeline.closers import Closers
 from ..pii.output import OutputRedactor
 from ..pipeline.context import required
 from ..pipeline.stage import BaseStage, Exit, ExitKind
@@ -132,6 +133,8 @@ class Hit:
 
 class CacheStage(BaseStage):
     name = "cache"
+    needs = frozenset({"principal", "request"})
+    writes = frozenset({"cache"})
     holds = True
 
     def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any],
@@ -373,26 +376,22 @@ def open_cache(config: Config):
     return RedisCache(url, cfg.timeout_ms / 1000, secret), secret
 
 
-def build(services) -> CacheStage | None:
-    config: Config = services.config
+def build(config: Config, metrics: GatewayMetrics, closers: Closers,
+          previous_cache: CacheStage | None) -> CacheStage | None:
     if config.cache is None:
         return None
-    old = services.inherited.cache if services.inherited is not None else None
+    old = previous_cache
     if old is not None and old.cfg == config.cache and config.cache.store == "memory":
         store, secret = old.store, old.secret   # a reload keeps the process's cached answers
         old.keep_store = True
     else:
         store, secret = open_cache(config)
     prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
-    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices, services.metrics)
+    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices, metrics)
     stage.output_screens = any(p.pii is not None and p.pii.output == "redact" for p in config.screening.policies.values())
     if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
         stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
             else _semantic(config.cache.semantic, secret)
-    services.cache = stage
-    services.on_close(stage.close)
-    admin = services.admin
-    if admin is not None:
-        admin.tenant_actions["cache/purge"] = stage.purge
-    services.metrics.watch_cache(store)
+    closers.add(stage.close)
+    metrics.watch_cache(store)
     return stage
