@@ -29,6 +29,7 @@ from . import messages_schema, messages_translate, responses_schema, responses_t
 from .common import encode
 from .envelopes import messages_error_body
 from .messages_stream import MessagesStream
+from .parsed import Parsed
 from .ratelimit import anthropic_from_openai
 from .responses_stream import ResponsesStream
 
@@ -36,7 +37,6 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 Clock = Callable[[], float]
 # the official SDKs do not retry an answer that carries it (http/responses.py NO_RETRY)
 NO_RETRY = (b"x-should-retry", b"false")
-Parsed = Union[responses_schema.Parsed, messages_schema.Parsed]
 
 
 class _Peek(msgspec.Struct):
