@@ -1,14 +1,30 @@
 """The import graph of src/tokenward has no cycle, between modules or between packages.
 
-Imports inside functions count (a lazy import is still a dependency); those under
-``TYPE_CHECKING`` do not. The layers themselves are declared in pyproject.toml and checked
-by ``lint-imports`` in scripts/test.sh; this test adds what a layers contract cannot see:
-two modules of one package importing each other.
+Imports inside functions count (a lazy import is still a dependency). The run-time graph
+leaves out those under ``TYPE_CHECKING``; the typed graph counts them too, since a type a
+module names is a dependency of its design even when it costs nothing at run time. The
+layers themselves are declared in pyproject.toml and checked by ``lint-imports`` in
+scripts/test.sh; this test adds what a layers contract cannot see: two modules of one
+package importing each other, and imports made for types only.
 """
 
 from __future__ import annotations
 
 import grimp
+import pytest
+
+# Cycles the typed graph still has, each to go with the change named. When one goes, take
+# it out here (the test below fails until the list says what the code does).
+TYPED_MODULE_CYCLES = [
+    # Route.render(ctx, ...) takes the whole request context, whose ``route`` slot is a Route:
+    # goes when the Route protocol hands render what it reads (issue 38, "one route protocol")
+    ["tokenward.pipeline.context", "tokenward.pipeline.route"],
+    # services.py calls the stage builders, which type their argument as ``Services``: goes
+    # with the gateway assembled by one function from typed parts (issue 38's rewrite)
+    ["tokenward.services", "tokenward.stages.order", "tokenward.stages.s10_edge", "tokenward.stages.s20_identity",
+     "tokenward.stages.s22_model", "tokenward.stages.s35_control", "tokenward.stages.s40_validate",
+     "tokenward.stages.s50_work", "tokenward.stages.s60_admit", "tokenward.stages.s80_transform"],
+]
 
 
 def _cycles(graph: grimp.ImportGraph, nodes: set[str], edges) -> list[list[str]]:
@@ -56,8 +72,9 @@ def _cycles(graph: grimp.ImportGraph, nodes: set[str], edges) -> list[list[str]]
     return found
 
 
-def _graph() -> grimp.ImportGraph:
-    return grimp.build_graph("tokenward", exclude_type_checking_imports=True)
+def _graph(types: bool = False) -> grimp.ImportGraph:
+    """The run-time import graph, or with ``types`` the one that counts TYPE_CHECKING imports."""
+    return grimp.build_graph("tokenward", exclude_type_checking_imports=not types)
 
 
 def _package(module: str) -> str:
@@ -71,15 +88,35 @@ def test_no_two_modules_import_each_other_in_a_cycle():
     assert _cycles(graph, modules, graph.find_modules_directly_imported_by) == []
 
 
-def test_no_two_packages_import_each_other_in_a_cycle():
-    graph = _graph()
+def _package_cycles(graph: grimp.ImportGraph) -> list[list[str]]:
     packages = {_package(m) for m in graph.modules}
     between: dict[str, set[str]] = {p: set() for p in packages}
     for module in graph.modules:
         for imported in graph.find_modules_directly_imported_by(module):
             if _package(imported) != _package(module):
                 between[_package(module)].add(_package(imported))
-    assert _cycles(graph, packages, lambda p: between[p]) == []
+    return _cycles(graph, packages, lambda p: between[p])
+
+
+def test_no_two_packages_import_each_other_in_a_cycle():
+    assert _package_cycles(_graph()) == []
+
+
+@pytest.mark.xfail(strict=True, reason="services <-> stages under TYPE_CHECKING: services.py calls the stage "
+                   "builders, which type their argument as Services; issue 38's rewrite of the assembly removes "
+                   "it, and this test then passes: drop this mark")
+def test_no_two_packages_import_each_other_in_a_cycle_counting_type_imports():
+    assert _package_cycles(_graph(types=True)) == []
+
+
+def test_the_package_cycles_counting_type_imports_are_only_services_and_stages():
+    """Until the test above passes: no other package cycle may come in meanwhile."""
+    assert _package_cycles(_graph(types=True)) in ([], [["tokenward.services", "tokenward.stages"]])
+
+
+def test_the_module_cycles_counting_type_imports_are_the_known_ones():
+    graph = _graph(types=True)
+    assert sorted(_cycles(graph, set(graph.modules), graph.find_modules_directly_imported_by)) == sorted(TYPED_MODULE_CYCLES)
 
 
 def test_the_cycle_finder_finds_a_cycle():
