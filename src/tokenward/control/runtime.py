@@ -54,7 +54,6 @@ class ControlRuntime:
         self._refresh_task: asyncio.Task[None] | None = None
         self._dirty = False
         self.cancelled = 0          # requests ended by cancels on this replica
-        self.refreshes = 0
 
     def now(self) -> float:
         return self._clock()
@@ -80,7 +79,6 @@ class ControlRuntime:
 
     async def refresh(self) -> None:
         self.view = ControlView(await self.repo.active())
-        self.refreshes += 1
 
     # -- announcements ---------------------------------------------------------------------
     async def announce(self, kind: str, control: Control) -> int:

@@ -27,10 +27,9 @@ import msgspec
 
 from ..wire.sse import SseEvent
 from .spans import Span
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 from .stream_edit import DELTA_FIELDS, Slot, StreamTextEdit
 
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 HOLD = 64       # characters held back per streamed field: the longest entity seen whole
 CONTEXT = 64    # characters already sent that the detector reads in front of new text

@@ -44,9 +44,8 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-import msgspec
-
 from ..wire.sse import SseEvent
+from ..wire.codec import json_encode as _encode
 from .stream_edit import Slot, StreamTextEdit
 
 _NAME = r"[A-Z][A-Z_]{0,30}_\d{1,6}"
@@ -56,7 +55,7 @@ LOOKALIKE = TOKEN      # caller text that must be escaped (the screening stage a
 _TOKEN_BYTES = re.compile(TOKEN.pattern.encode())
 # a tail that could still become a token: at most "{", tildes, 32 name characters, 6 digits
 _PARTIAL = re.compile(r"\{~*(?:[A-Z][A-Z_]{0,31}\d{0,6})?\Z")
-_encode = msgspec.json.encode
+
 _BRACE = ord("{")   # looked for as an int: a bytes argument to ``in`` costs a raised TypeError
 
 Spans = Sequence[tuple[int, int, str]]

@@ -13,13 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from ..wire.chunks import parsed, texts
 from ..wire.sse import SseEvent
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 # the text fields of a streamed choice's delta
 DELTA_FIELDS = ("content", "reasoning_content", "refusal")

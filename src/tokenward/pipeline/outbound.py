@@ -16,15 +16,14 @@ held back (the start of a placeholder, say) comes out there, before ``[DONE]``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..errors import Refusal, refusal_body
+from ..http.asgi import Send
 from ..http.responses import JSON, reason_header, send_bytes, sse_error_event
 
 if TYPE_CHECKING:
     from ..wire.sse import SseEvent
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ResponseTransform(Protocol):

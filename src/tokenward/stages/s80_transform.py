@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 from msgspec import UNSET
 
 from ..errors import Reason, Refusal
@@ -34,6 +33,7 @@ from ..pipeline.stage import BaseStage
 from ..tokenize.registry import shared_registry
 from ..validation.bounds import say_output_bound
 from ..validation.schemas import ChatCompletionRequest, CompletionRequest
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
     from ..validation.result import NormalizedRequest
     from ..services import Services
     from ..pipeline.results import Screening
-
-_encode = msgspec.json.encode
 
 
 class TransformStage(BaseStage):

@@ -44,6 +44,7 @@ from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
 from ..wire.chunks import parsed
 from ..validation.result import NormalizedRequest
+from ..wire.codec import msgpack_encode as _encode_entry
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -54,7 +55,7 @@ log = logging.getLogger("tokenward.cache")
 HEADER = b"x-tokenward-cache"
 _HIT, _MISS, _BYPASS = ((HEADER, value) for value in (b"hit", b"miss", b"bypass"))
 _decode_entry = msgspec.msgpack.Decoder(CacheEntry).decode
-_encode_entry = msgspec.msgpack.encode
+
 _LIMIT = struct.Struct(">i")
 _MEMO_ENTRIES, _MEMO_BYTES = 1024, 8 << 20   # decoded hot entries kept beside the memory store
 # a stored answer as the stage knows it: (the stored value, its entry, the tokens it saves)

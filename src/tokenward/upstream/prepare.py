@@ -14,10 +14,7 @@ import msgspec
 from ..errors import Reason, Refusal
 from ..pipeline.context import RequestContext
 from .targets import Target, TargetTable
-
-
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 
 class UpstreamCall:

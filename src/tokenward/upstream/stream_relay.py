@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-import msgspec
-
 from ..errors import Reason, Refusal
 from ..http.responses import SSE_HEADERS, sse_error_event
 from ..pipeline.context import RequestContext
@@ -35,12 +33,11 @@ from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
 from ..wire.sse import SseEvent, SseSplitter
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from .prepare import UpstreamCall
     from .stream_clock import StreamClock
-
-_encode = msgspec.json.encode
 
 
 class StreamLimits(Protocol):

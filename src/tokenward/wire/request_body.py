@@ -28,6 +28,8 @@ from typing import Any, cast
 
 import msgspec
 
+from .codec import json_encode as _encode
+
 # vLLM's request fields beyond OpenAI's API (sampling, guided decoding, templating).
 VLLM_FIELDS = (
     "use_beam_search", "top_k", "min_p", "repetition_penalty", "length_penalty", "stop_token_ids",
@@ -97,7 +99,7 @@ _UNFIT = _Unfit.UNFIT
 _decode_peek = msgspec.json.Decoder(BodyPeek).decode
 _decode_tree = msgspec.json.Decoder(dict[str, Any]).decode
 _decode_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_encode = msgspec.json.encode
+
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
