@@ -42,12 +42,11 @@ from ..http.responses import JSON, code_header, send_bytes
 from ..keys import format as keyformat
 from ..keys.model import KeyNotFound, KeyStateError, KeyStoreError, parse_duration
 from ..keys.service import KeyService, check_new_key
+from ..wire.codec import json_encode as _encode, json_decode as _decode
 
 log = logging.getLogger("tokenward.admin")
 
 MAX_BODY_BYTES = 65_536
-_encode = msgspec.json.encode
-_decode = msgspec.json.decode
 
 
 class _Problem(Exception):

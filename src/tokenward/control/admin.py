@@ -18,13 +18,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Awaitable, Callable, TypeVar
 
-import msgspec
 
-from ..admin.api import AdminApi, _duration, _error, _read_json, _refusal, _text
+from ..admin.api import AdminApi, Answer, _duration, _error, _read_json, _refusal, _text
 from ..budget.admission import Admitter
 from ..config.schema import Config
+from ..http.asgi import Receive
+from ..wire.codec import json_encode as _encode
 from ..errors import Reason
 from ..keys import format as keyformat
 from ..keys.service import KeyService
@@ -35,7 +36,7 @@ from .runtime import ControlRuntime
 from .service import ControlOps
 from .status import EventCounts, StatusPage
 
-_encode = msgspec.json.encode
+T = TypeVar("T")
 
 
 class ControlAdmin:
@@ -47,7 +48,7 @@ class ControlAdmin:
         self.enforcement = enforcement
         self.keys = keys
 
-    async def _call(self, operation, *args, **kwargs) -> Any:
+    async def _call(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
             return await operation(*args, **kwargs)
         except ControlError as exc:
@@ -58,7 +59,7 @@ class ControlAdmin:
     def _now(self) -> float:
         return self.runtime.now()
 
-    async def tenants(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def tenants(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if len(parts) != 3 or parts[2] not in ("pause", "resume", "cancel-streams"):
             return None   # another part's tenant action (cache/purge)
         tenant, action = parts[1], parts[2]
@@ -83,7 +84,7 @@ class ControlAdmin:
                              "cancelled_here": self.runtime.cancelled - before,
                              "replicas_notified": self.ops.heard})
 
-    async def controls(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def controls(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if parts != ["controls"]:
             return None
         tenant = query.get("tenant")
@@ -94,7 +95,7 @@ class ControlAdmin:
             rows = [c for c in self.runtime.view.controls if tenant is None or c.tenant == tenant]
         return 200, _encode({"object": "list", "data": [c.public(now) for c in rows]})
 
-    async def _subject(self, body: dict) -> tuple[str, str | None]:
+    async def _subject(self, body: dict[str, Any]) -> tuple[str, str | None]:
         """(tenant, key id or None) named by a body: a key (its tenant from the key store,
         or given) or a tenant as a whole."""
         ident = _text(body, "key_id")
@@ -115,7 +116,7 @@ class ControlAdmin:
             tenant = record.tenant
         return tenant, key_id
 
-    async def abuse(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def abuse(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if len(parts) != 2 or parts[1] not in ("actions", "reinstate", "exemptions", "unexempt"):
             return None
         body = await _read_json(receive)

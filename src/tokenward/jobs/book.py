@@ -48,6 +48,9 @@ class JobBook:
         self._namespaces: dict[str, str] = {}
         self.runs = JobRuns(self)
 
+    def now_ms(self) -> int:
+        return self.admitter.now_ms()
+
     def namespace(self, tenant: str) -> str:
         ns = self._namespaces.get(tenant)
         if ns is None:   # asked three times per job request; tenants are few

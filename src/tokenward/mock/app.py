@@ -30,6 +30,8 @@ from . import echo, native
 from .stats import Holds, Stats
 from .steering import BadRequest, Steering, parse_steering, tool_arguments
 
+# The ASGI callables' types, as http/asgi.py declares them for the gateway: mock/ sits in the
+# bottom layer, below http/, and runs as a backend apart from it (its own process or uvicorn).
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]

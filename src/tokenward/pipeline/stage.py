@@ -2,7 +2,7 @@
 
 A stage decides from the request context: ``admit`` returns ``None`` to let the request
 go on (having stored its frozen result on the context), a ``Refusal`` to end it, or an
-``Answer`` (pipeline/outbound.py) to answer it itself. A stage that needs to see the
+``Answer`` (below) to answer it itself. A stage that needs to see the
 answer on its way out (to restore what it masked) registers a response transform with
 ``ctx.add_transform`` while admitting. A stage that takes something (a reservation, a
 slot) sets ``holds = True``: the runner then calls exactly one of its two release hooks,
@@ -29,7 +29,7 @@ from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
     from .context import RequestContext
-    from .outbound import Answer
+    from .outbound import Outbound
 
 
 class ExitKind(enum.Enum):
@@ -52,6 +52,14 @@ class Exit:
 
     def __repr__(self) -> str:
         return f"Exit({self.kind.value}, {self.reason!r})"
+
+
+class Answer(Protocol):
+    """What a stage returns to answer the request itself (a cache hit). The runner unwinds
+    what the stages before it took, as for a refusal, then calls ``deliver``."""
+
+    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
+        ...
 
 
 class Stage(Protocol):

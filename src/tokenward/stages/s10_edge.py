@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal
-from ..pipeline.route import NativeCall
+from ..pipeline.route import Checked, NativeCall
 from ..pipeline.stage import BaseStage
 from ..validation.result import NormalizedRequest
 from ..validation.texts import TextUnit, chat_units
@@ -50,7 +50,7 @@ class Route:
     def outside_prompt(self) -> tuple[Sequence[str], int]:
         return (), 0
 
-    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
+    def render(self, checked: Checked, backend_model: str | None) -> NativeCall | None:
         return None
 
     def entitled_name(self, name: str) -> str:

@@ -14,7 +14,7 @@ whatever its body is doing. Only then is the body's ``user`` field read.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import msgspec
 
@@ -26,6 +26,7 @@ from ..identity.jwt import JwtVerifier, TokenRejected
 from ..identity.parts import IdentityParts
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
+from ..wire.request_body import PeekFields
 from .s10_edge import read_body
 
 if TYPE_CHECKING:
@@ -61,7 +62,7 @@ def _credential(headers: list[tuple[bytes, bytes]]) -> str | None | Refusal:
     return raw.decode("latin-1") if raw else ""
 
 
-def _end_user(peek: Any) -> str | None:   # a BodyPeek (wire/request_body.py) or None
+def _end_user(peek: PeekFields | None) -> str | None:
     user = peek.user if peek is not None else None
     return user if isinstance(user, str) and 0 < len(user) <= MAX_END_USER_CHARS else None
 

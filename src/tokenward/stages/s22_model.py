@@ -24,13 +24,13 @@ from ..config.aliases import ModelAliases
 from ..config.schema import Config
 from ..pipeline.stage import BaseStage
 from ..wire.sse import SseEvent, SseSplitter
+from ..wire.codec import json_encode as _encode, json_decode as _decode
 
 if TYPE_CHECKING:
     from ..errors import Refusal
     from ..pipeline.context import RequestContext
 
-_encode = msgspec.json.encode
-_decode = msgspec.json.decode
+
 # the routes whose body is not chat-shaped: their model is read from the top-level members
 _DIALECT_PATHS = frozenset(("/v1/responses", "/v1/messages", "/v1/messages/count_tokens"))
 # where a streamed event keeps the model: Messages' message_start, Responses' response.* events

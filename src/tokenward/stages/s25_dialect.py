@@ -42,25 +42,20 @@ from msgspec import UNSET
 
 from ..config.schema import Config
 from ..upstream.targets import TargetTable
-from ..dialects import (
-    messages_doc,
-    messages_schema,
-    messages_translate,
-    native,
-    responses_doc,
-    responses_schema,
-    responses_translate,
-)
+from ..dialects import messages_translate, native, responses_schema
 from ..dialects.common import encode
 from ..dialects.document import Document
 from ..dialects.messages_doc import Decisions
 from ..dialects.native_edit import NativeEdit
 from ..dialects.params import client_terms
 from ..dialects.envelopes import anthropic_error_type
+from ..dialects import parsed as dialect_parse
+from ..dialects.common import Unsupported
 from ..dialects.exit import DialectSend, TranslatedAnswer
+from ..dialects.parsed import Parsed
 from ..errors import Reason, Refusal
 from ..http.responses import JSON
-from ..pipeline.route import NativeCall
+from ..pipeline.route import Checked, NativeCall
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
 from ..tokenize.registry import TokenizerRegistry
@@ -96,7 +91,7 @@ class DialectRoute:
                  "upstream_path", "validates", "dialect", "native", "native_path", "parsed", "doc", "count_tokens",
                  "forwarded_native", "entitled")
 
-    def __init__(self, route: Any, dialect: str, native: bool, parsed: Any, doc: Document | None) -> None:
+    def __init__(self, route: Any, dialect: str, native: bool, parsed: Parsed, doc: Document | None) -> None:
         self.path = route.path
         self.methods = route.methods
         self.content_types = route.content_types
@@ -144,42 +139,32 @@ class DialectRoute:
     def client_terms(self, refusal: Refusal) -> Refusal:
         """A later stage's refusal names the chat view's field: named again as the client's."""
         parsed, native = self.parsed, self.native
-        translate = responses_translate if self.dialect == "responses" else messages_translate
 
         def again(marks: dict[int, str]) -> dict[str, Any]:
-            return translate.chat_request(parsed, checked=True, native=native, marks=marks)
+            return dialect_parse.chat_request(parsed, native, marks)
         return client_terms(refusal, self.dialect, again)
 
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
         """A translated answer is chat when editors read it; a native one is the dialect's."""
         return editor if self.doc is None else NativeEdit(editor)
 
-    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
+    def render(self, checked: Checked, backend_model: str | None) -> NativeCall | None:
         """The dialect body for a native upstream, from the parse as the stages left it
         (masked texts, the output bound, tools removed, a server-side system prompt, the
         backend's model name); None when the chat view goes, translated."""
         doc = self.doc
         if doc is None:
             return None
-        body = ctx.request.body if ctx.request is not None else None
+        body = checked.request.body if checked.request is not None else None
         bound = body.max_tokens if isinstance(body, ChatCompletionRequest) else None
-        screening = ctx.screening
-        entitlement = ctx.entitlement
+        screening = checked.screening
+        entitlement = checked.entitlement
         decisions = Decisions(
             model=backend_model, max_tokens=bound if isinstance(bound, int) else None,
             tools_removed=screening is not None and screening.restrict,
             system_prompt=entitlement.system_prompt if entitlement is not None else None)
-        render = responses_doc.render if self.dialect == "responses" else messages_doc.render
         self.forwarded_native = True
-        return NativeCall(self.native_path, render(self.parsed, doc, decisions))
-
-
-def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any]]:
-    if dialect == "responses":
-        parsed: Any = responses_schema.parse(body)
-        return parsed, responses_translate.unsupported(parsed)
-    parsed = messages_schema.parse(body, count_tokens=count_tokens)
-    return parsed, messages_translate.unsupported(parsed)
+        return NativeCall(self.native_path, dialect_parse.render(self.parsed, doc, decisions))
 
 
 class DialectStage(BaseStage):
@@ -207,7 +192,7 @@ class DialectStage(BaseStage):
         ctx.note("dialect", dialect)
         count_tokens = dialect == "messages" and ctx.path == COUNT_TOKENS
         try:
-            parsed, gaps = _parse(dialect, ctx.body, count_tokens)
+            parsed, gaps = dialect_parse.parse(dialect, ctx.body, count_tokens)
             model = parsed.request.model
             native = not count_tokens and dialect in self._native.get(model, ())
             if gaps and not native:
@@ -219,14 +204,13 @@ class DialectStage(BaseStage):
                 refusal = _upstream_tools(parsed, ctx)
                 if refusal is not None:
                     return refusal
-            translate = responses_translate if dialect == "responses" else messages_translate
             doc = None
             if native:
-                doc = (responses_doc if dialect == "responses" else messages_doc).document(parsed)
+                doc = dialect_parse.document(parsed)
                 refusal = _normalize(doc, ctx)
                 if refusal is not None:
                     return refusal
-            chat = translate.chat_request(parsed, checked=True, native=native)
+            chat = dialect_parse.chat_request(parsed, native)
         except Refusal as refusal:
             return refusal
         if count_tokens:
@@ -271,7 +255,7 @@ def _normalize(doc: Document, ctx: RequestContext) -> Refusal | None:
     return None
 
 
-def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
+def _upstream_tools(parsed: Parsed, ctx: RequestContext) -> Refusal | None:
     """Tools the upstream runs itself (web search, code execution, ...) are not function
     tools the plan's ``allow_tools`` names: a plan enables them with ``features: [server_tools]``."""
     kinds = parsed.builtin_tools if isinstance(parsed, responses_schema.Parsed) else parsed.server_tools
@@ -282,7 +266,7 @@ def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
                    "your plan (features: server_tools)", param="tools")
 
 
-def _not_yet(gap: Any) -> Refusal:
+def _not_yet(gap: Unsupported) -> Refusal:
     """A feature whose content the chat view cannot hold (a stored item or file named by id,
     ...): the gateway could not count or screen it, so it is not forwarded even natively."""
     return Refusal(Reason.invalid_field, f"{gap.message}; the gateway does not forward it, even to an upstream "

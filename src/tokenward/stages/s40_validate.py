@@ -33,12 +33,11 @@ from ..tokenize.registry import TokenizerRegistry
 from ..validation.bounds import say_output_bound
 from ..validation.request import Validator
 from ..validation.result import NormalizedRequest
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from ..attachments.pdf import PdfExtractor
     from ..pipeline.context import RequestContext
-
-_encode = msgspec.json.encode
 
 
 class ValidationStage(BaseStage):

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 from msgspec import UNSET
 
 from ..errors import Reason, Refusal
@@ -35,14 +34,13 @@ from ..pipeline.stage import BaseStage
 from ..tokenize.registry import TokenizerRegistry
 from ..validation.bounds import say_output_bound
 from ..validation.schemas import ChatCompletionRequest, CompletionRequest
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
     from ..pipeline.route import Route
     from ..validation.result import NormalizedRequest
     from ..pipeline.results import Screening
-
-_encode = msgspec.json.encode
 
 
 class TransformStage(BaseStage):
