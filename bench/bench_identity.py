@@ -29,7 +29,7 @@ from tokenward.pipeline.context import RequestContext
 from tokenward.assemble.gateway import assemble
 from tokenward.observe.telemetry import Telemetry
 from tokenward.stages import order
-from tokenward.stages import s20_identity, s30_entitlement
+from tokenward.stages import s03_identity, s06_entitlement
 
 CONFIG = """
 upstreams: {local: {base_url: "http://127.0.0.1:9/v1"}}
@@ -88,8 +88,8 @@ async def main(n: int, repeat: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         parts = await assemble(parse_config(CONFIG % tmp, {}), telemetry=Telemetry(),
                                stages=order.only({"edge", "identity", "entitlement"}))
-        identity = next(s for s in parts.stages if isinstance(s, s20_identity.IdentityStage))
-        entitlement = next(s for s in parts.stages if isinstance(s, s30_entitlement.EntitlementStage))
+        identity = next(s for s in parts.stages if isinstance(s, s03_identity.IdentityStage))
+        entitlement = next(s for s in parts.stages if isinstance(s, s06_entitlement.EntitlementStage))
         keys = parts.keys
         assert keys is not None
         acme, _ = await keys.create("acme")

@@ -28,7 +28,7 @@ from .observe.telemetry import Telemetry
 from .assemble.known_series import seed as seed_known_series
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
-from .stages.s20_identity import IdentityStage
+from .stages.s03_identity import IdentityStage
 from .assemble.gateway import Parts, assemble
 from .assemble.routes import FAMILY_PREFIXES, MODEL_LIST, OWN_PATHS, Owner, RouteTable, route_table
 from .stages import order

@@ -54,12 +54,12 @@ def test_every_provider_is_declared_available():
 
 def test_the_slot_writers_are_the_stages_that_write_them():
     """order.SLOT_WRITERS (named in the refusal) agrees with the stage classes' own ``writes``."""
-    from tokenward.stages import (s10_edge, s20_identity, s30_entitlement, s40_validate, s50_work, s60_admit,
-                                  s70_screen, s85_cache)
+    from tokenward.stages import (s02_edge, s03_identity, s06_entitlement, s08_validation, s09_work, s10_admission,
+                                  s12_screening, s14_cache)
 
-    classes = [s10_edge.EdgeStage, s20_identity.IdentityStage, s30_entitlement.EntitlementStage,
-               s40_validate.ValidationStage, s50_work.WorkStage, s60_admit.AdmissionStage,
-               s70_screen.ScreeningStage, s85_cache.CacheStage]
+    classes = [s02_edge.EdgeStage, s03_identity.IdentityStage, s06_entitlement.EntitlementStage,
+               s08_validation.ValidationStage, s09_work.WorkStage, s10_admission.AdmissionStage,
+               s12_screening.ScreeningStage, s14_cache.CacheStage]
     by_name = {cls.name: cls for cls in classes}
     for slot, writer in order.SLOT_WRITERS.items():
         assert slot in by_name[writer].writes, (slot, writer)

@@ -49,7 +49,7 @@ from ..pipeline.closers import Closers
 from ..pipeline.context import RequestContext
 from ..pipeline.stage import Stage
 from ..stages import order
-from ..stages.s85_cache import CacheStage
+from ..stages.s14_cache import CacheStage
 from ..tokenize.registry import TokenizerRegistry
 from ..upstream.health import UpstreamHealth
 from ..upstream.targets import TargetTable

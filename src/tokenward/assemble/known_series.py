@@ -16,7 +16,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from ..identity.parts import tenant_plans
-from ..stages.s70_screen import ScreeningStage
+from ..stages.s12_screening import ScreeningStage
 
 if TYPE_CHECKING:
     from .gateway import Parts

@@ -27,7 +27,7 @@ from typing import NamedTuple
 from ..config.schema import Config
 from ..jobs.api import PREFIX as JOBS_PREFIX
 from ..pipeline.stage import Stage
-from ..stages.s25_dialect import COUNT_TOKENS
+from ..stages.s05_dialect import COUNT_TOKENS
 from .gateway import Parts
 
 

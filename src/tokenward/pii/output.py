@@ -16,7 +16,7 @@ entity types, and writes ``[EMAIL]``-style markers as ``redact`` mode does.
 
 Tool-call arguments are not edited: they are the input of the caller's own tool. Counts
 per entity type go into the decision record (``pii.output_redacted``) and the metrics;
-never a value. The response cache stores an answer redacted the same way (s85_cache.py).
+never a value. The response cache stores an answer redacted the same way (s14_cache.py).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The ``Route`` protocol: what any layer may ask of the route a request is on.
 
-The edge matches a request to a configured route (stages/s10_edge.py ``Route``); the
-dialect stage replaces it with a ``DialectRoute`` (stages/s25_dialect.py) for OpenAI's
+The edge matches a request to a configured route (stages/s02_edge.py ``Route``); the
+dialect stage replaces it with a ``DialectRoute`` (stages/s05_dialect.py) for OpenAI's
 Responses API and Anthropic's Messages API. Both answer the same questions, so no stage
 and no lower layer probes a route for optional attributes:
 

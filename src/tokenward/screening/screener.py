@@ -92,7 +92,7 @@ class Threaded:
     calls queue behind it, and fail their own budgets while the pool is busy."""
 
     # The latency budget of a policy that sets no timeout_ms, where the inner model's is known
-    # (set by screening/detectors.py; stages/s70_screen.py reads it with a default).
+    # (set by screening/detectors.py; stages/s12_screening.py reads it with a default).
     default_timeout_ms: float
 
     def __init__(self, inner: SyncScreener, threads: int = 2) -> None:

@@ -84,7 +84,7 @@ class PeekFields(msgspec.Struct):
 
 
 # vLLM fields come last: one tuple comparison tells whether any of them is present
-# (stages/s30_entitlement.py). The cast: msgspec types defstruct's result as type[Struct],
+# (stages/s06_entitlement.py). The cast: msgspec types defstruct's result as type[Struct],
 # though it is a subclass of the bases it is given.
 BodyPeek = cast("type[PeekFields]", msgspec.defstruct(
     "BodyPeek", [(name, object, None) for name in VLLM_FIELDS], bases=(PeekFields,), module=__name__))

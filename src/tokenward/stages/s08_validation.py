@@ -54,7 +54,7 @@ class ValidationStage(BaseStage):
         self.pdf_reader = pdf_reader   # a started-on-first-use attachments.pdf.PdfExtractor
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
-        route = ctx.route   # a dialect's route validates as chat (stages/s25_dialect.py)
+        route = ctx.route   # a dialect's route validates as chat (stages/s05_dialect.py)
         path = route.validates if route is not None else ctx.path
         if path not in self.paths:
             return None  # a route without a body (GET /v1/models)

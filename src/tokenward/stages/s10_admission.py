@@ -116,7 +116,7 @@ class AdmissionStage(BaseStage):
         if decision.shadow:
             record.shadow_would_reject = decision.shadow
         if ctx.work is not None and ctx.work.stateful:
-            # the prompt side was reserved at the context limit (stages/s50_work.py)
+            # the prompt side was reserved at the context limit (stages/s09_work.py)
             record.stateful_prompt = ctx.work.input_tokens
         ctx.note("budget", record)
         ticket = decision.ticket

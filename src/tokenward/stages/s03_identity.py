@@ -6,7 +6,7 @@ like a JWT is verified against the configured OIDC issuers. ``x-tenant-id`` and 
 other header or body field naming a tenant is ignored: the body's ``user`` field is kept
 only as an end-user label inside the verified tenant.
 
-Identity decides on the request head: the body is read (``s10_edge.read_body``) only after
+Identity decides on the request head: the body is read (``s02_edge.read_body``) only after
 the credential is verified, so a request without valid credentials is refused at once,
 whatever its body is doing. Only then is the body's ``user`` field read.
 """
@@ -27,7 +27,7 @@ from ..identity.parts import IdentityParts
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
 from ..wire.request_body import PeekFields
-from .s10_edge import read_body
+from .s02_edge import read_body
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext

@@ -1,12 +1,8 @@
 """Dialect: OpenAI's Responses API and Anthropic's Messages API, parsed into the chat request.
 
-On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens``:
-
-- ``DialectExitStage``, right after the edge, wraps the request's ``send``
-  (dialects/exit.py ``DialectSend``), so every response from there on (identity's refusals
-  included) carries the API's rate-limit headers and every refusal its error envelope.
-
-``DialectStage``, right after identity (a stranger's body is never parsed):
+On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens`` (the
+dialect's envelope is set up before the edge, by s01_dialect_exit.py), right after identity
+(a stranger's body is never parsed), ``DialectStage``:
 
 - parses the body with the dialect's strict schema (an unknown field is ``unknown_field``,
   named in the client's own terms);
@@ -28,9 +24,7 @@ On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens``:
   upstream serves the dialect, ``DialectAnswer`` instead: the answer passes as the upstream
   wrote it, its usage read from the dialect's fields (dialects/native.py).
 
-``count_tokens`` is answered by ``CountTokensStage`` right after admission with the work
-stage's prompt count: it counts against the plan's request rate like any request, its
-reservation (the prompt and one output token) is settled at zero, nothing is forwarded.
+``count_tokens`` is answered after admission by s11_count_tokens.py.
 """
 
 from __future__ import annotations
@@ -224,7 +218,7 @@ class DialectStage(BaseStage):
             ctx.note("native", {"stateful": doc.stateful} if doc is not None and doc.stateful else True)
         if count_tokens:
             return None
-        answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock,
+        answer = TranslatedAnswer(dialect, parsed, lambda: input_tokens(ctx), self._clock,
                                   lambda: _charged(ctx), lambda: _output_bound(ctx))
         target = self._targets.get(model) if native and self._targets is not None else None
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
@@ -415,69 +409,12 @@ def _output_bound(ctx: RequestContext) -> int | None:
     return bound if isinstance(bound, int) else None
 
 
-def _input_tokens(ctx: RequestContext) -> int:
+def input_tokens(ctx: RequestContext) -> int:
     work = ctx.work
     return int(work.input_tokens) if work is not None else 0
-
-
-class DialectExitStage(BaseStage):
-    """First, before the edge: the dialect's envelope and headers from here on, so a refusal
-    by the edge (method, media type, the body's size) or identity (credentials) on a
-    dialect's path is in the API's own terms too."""
-    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
-
-    name = "dialect_exit"
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._clock = clock
-
-    async def admit(self, ctx: RequestContext) -> None:
-        dialect = DIALECTS.get(ctx.path)   # before the edge: the path, which the edge matches exactly
-        if dialect is not None:
-            ctx.send = DialectSend(ctx.send, dialect, self._clock)
-
-
-class CountedTokens:
-    """The answer of ``POST /v1/messages/count_tokens``: ``{"input_tokens": N}``."""
-
-    __slots__ = ("tokens",)
-
-    def __init__(self, tokens: int) -> None:
-        self.tokens = tokens
-
-    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
-        ctx.status = 200
-        headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
-        await out.whole(200, headers, messages_translate.count_tokens_body(self.tokens))
-        return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
-
-
-class CountTokensStage(BaseStage):
-    """After admission: a count_tokens request is answered with the work stage's prompt
-    count (and a dialect request that validation and work did not see goes no further)."""
-    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
-
-    name = "count_tokens"
-    needs = frozenset({"route", "work"})
-
-    async def admit(self, ctx: RequestContext) -> Any:
-        route = ctx.route
-        if not isinstance(route, DialectRoute):
-            return None
-        if ctx.work is None:
-            # the chat view was not validated and counted: never forwarded so
-            return Refusal(Reason.internal_error, "internal error")
-        return CountedTokens(_input_tokens(ctx)) if route.count_tokens else None
 
 
 def build(config: Config, clock: Callable[[], float], tokenizers: TokenizerRegistry,
           targets: TargetTable) -> DialectStage:
     return DialectStage(config, clock, tokenizers.counters, targets)
 
-
-def build_exit(clock: Callable[[], float]) -> DialectExitStage:
-    return DialectExitStage(clock)
-
-
-def build_count() -> CountTokensStage:
-    return CountTokensStage()
