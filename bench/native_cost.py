@@ -120,9 +120,11 @@ async def start(tmp: str, stream: bool, chunks: int):
     async def request(method, upstream_path, headers, body, *, timeout=None):
         return NativeStub(upstream_path, stream, chunks)
 
-    for pool in gateway.parts.targets.pools.values():
+    # ``services`` in a tree from before the gateway was assembled into ``parts`` (issue 38)
+    parts = gateway.parts if hasattr(gateway, "parts") else gateway.services
+    for pool in parts.targets.pools.values():
         pool.request = request
-    key, _ = await gateway.parts.keys.create("bench")
+    key, _ = await parts.keys.create("bench")
     return gateway, key
 
 

@@ -21,6 +21,7 @@ import uvicorn
 
 from tokenward.app import Gateway
 from tokenward.config import parse_config
+from tokenward.http.limits import client_limits
 from tokenward.http.serving import HttpServer
 from tokenward.mock.server import _EmbeddedServer, bind_socket, start_mock, stop_mock
 
@@ -145,7 +146,9 @@ async def start_app(app: Any, http: str = "tokenward") -> tuple[Any, int]:
         sock.listen(2048)
         edge = getattr(getattr(app, "config", None), "edge", None)
         limits = {"max_header_bytes": edge.max_header_bytes, "max_headers": edge.max_headers} if edge else {}
-        server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0, **limits)
+        config = getattr(app, "config", None)
+        server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0, **limits,
+                            limits=client_limits(config) if config is not None else None)
         await server.start([sock])
         return server, port
     server = _EmbeddedServer(uvicorn.Config(app, loop="asyncio", http="httptools", lifespan="on",

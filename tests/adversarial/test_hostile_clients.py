@@ -21,6 +21,7 @@ from tests.http.helpers import read_response
 from tests.support import RunningGateway, base_config, chat, mock_backend, stop_app
 from tokenward.app import Gateway
 from tokenward.config import parse_config
+from tokenward.http.limits import client_limits
 from tokenward.http.serving import HttpServer
 from tokenward.mock.server import bind_socket
 
@@ -39,7 +40,8 @@ async def gateway(mock, extra: str = "", max_connections: int | None = None) -> 
     app = Gateway(parse_config(base_config(mock.url, extra=extra), environ={}))
     sock = bind_socket("127.0.0.1", 0)
     sock.listen(2048)
-    server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0, max_connections=max_connections)
+    server = HttpServer(app, keep_alive_s=30.0, graceful_s=5.0, max_connections=max_connections,
+                        limits=client_limits(app.config))
     await server.start([sock])
     running = RunningGateway(f"http://127.0.0.1:{sock.getsockname()[1]}", app, server)
     running.key = await running.new_key("acme")

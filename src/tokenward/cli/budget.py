@@ -75,7 +75,7 @@ def _gateway_url(cfg: Config) -> str:
     host = cfg.server.host
     if host in ("0.0.0.0", "::", ""):
         host = "127.0.0.1"     # listening everywhere: this machine answers on loopback
-    scheme = "https" if getattr(cfg.server, "tls", None) else "http"
+    scheme = "https" if cfg.server.tls is not None else "http"
     return f"{scheme}://{'[' + host + ']' if ':' in host else host}:{cfg.server.port}"
 
 

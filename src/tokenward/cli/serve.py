@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Callable, NoReturn
 
 from ..config.schema import Config
+from ..http.limits import client_limits
 from ..http.tls import server_tls
 from .demo_key import demo_key
 
@@ -180,7 +181,7 @@ def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | Non
                        graceful_s=config.server.graceful_shutdown_s, max_head_bytes=max_head,
                        max_connections=cap, max_header_bytes=config.edge.max_header_bytes,
                        max_headers=config.edge.max_headers, started=started, ssl_context=server_tls(config),
-                       reload=reloader, hook_reload=not forked)
+                       reload=reloader, hook_reload=not forked, limits=client_limits(config))
 
 
 def _demo_line(config: Config) -> tuple[Config, str | None]:

@@ -36,10 +36,8 @@ class ClientLimits:
     max_connections_per_client: int | None = None
 
 
-def client_limits(config: Config | None) -> ClientLimits:
-    """The limits a config's ``server`` section sets; the defaults without one (a bare ASGI app)."""
-    server = getattr(config, "server", None)
-    if server is None:
-        return ClientLimits()
+def client_limits(config: Config) -> ClientLimits:
+    """The limits a config's ``server`` section sets."""
+    server = config.server
     return ClientLimits(server.head_timeout_s, server.body_timeout_s, server.min_body_rate,
                         server.body_rate_grace_s, server.max_connections_per_client)

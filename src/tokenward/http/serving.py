@@ -15,7 +15,7 @@ import ssl
 from typing import Any, Awaitable, Callable
 
 from .asgi import ASGIApp, Message, ReloadableApp
-from .limits import ClientLimits, client_limits
+from .limits import ClientLimits
 from .server import HttpConnection
 from .state import MAX_HEAD_BYTES, MAX_HEADER_BYTES, MAX_HEADERS, ServerState
 
@@ -70,8 +70,8 @@ class HttpServer:
                  max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
                  limits: ClientLimits | None = None) -> None:
         self.app = app
-        # The slow-client limits: given, or those of the app's config (``server:``), if any.
-        self.limits = limits if limits is not None else client_limits(getattr(app, "config", None))
+        # The slow-client limits: given (``tokenward serve``: the config's ``server:``), or the defaults.
+        self.limits = limits if limits is not None else ClientLimits()
         self.max_head_bytes = max_head_bytes
         self.head_limits = (max_header_bytes, max_headers)
         self.max_connections = max_connections
@@ -157,7 +157,8 @@ def run(app: ReloadableApp, sockets: list[socket.socket], keep_alive_s: float = 
         max_head_bytes: int = MAX_HEAD_BYTES, max_connections: int | None = None,
         max_header_bytes: int = MAX_HEADER_BYTES, max_headers: int = MAX_HEADERS,
         started: Callable[[str | None], None] | None = None, ssl_context: ssl.SSLContext | None = None,
-        reload: Callable[[HttpServer], Awaitable[str]] | None = None, hook_reload: bool = True) -> bool:
+        reload: Callable[[HttpServer], Awaitable[str]] | None = None, hook_reload: bool = True,
+        limits: ClientLimits | None = None) -> bool:
     """Serve until SIGTERM or SIGINT; False if the app failed to start. ``started`` hears how
     start-up ended: None once the app started and the sockets accept, else the reason (then
     the caller reports it, so it is not logged here: a failed start is one line, once).
@@ -171,7 +172,7 @@ def run(app: ReloadableApp, sockets: list[socket.socket], keep_alive_s: float = 
         for signum in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(signum, stop.set)
         server = HttpServer(app, keep_alive_s, graceful_s, max_head_bytes, max_connections, max_header_bytes,
-                            max_headers)
+                            max_headers, limits)
         if reload is not None:
             _on_hangup(loop, server, reload)
             if hook_reload:

@@ -119,9 +119,7 @@ def _presidio(entities: Iterable[str] | None = None, regions: Iterable[str] | No
     if regions:
         raise ValueError("regions apply to detector: patterns (the built-in phones and streets by country)")
     # ~60 ms of spaCy per 2 KB prompt: off the event loop, within the policy's budget
-    screener = Threaded(PiiScreener(PresidioDetector(entities)))
-    screener.default_timeout_ms = PresidioDetector.DEFAULT_TIMEOUT_MS  # a policy without timeout_ms
-    return screener
+    return Threaded(PiiScreener(PresidioDetector(entities)), default_timeout_ms=PresidioDetector.DEFAULT_TIMEOUT_MS)
 
 
 INJECTION = {"heuristic": _heuristic, "tool_output": _tool_output, "classifier": _classifier}

@@ -85,17 +85,21 @@ async def run(screener: Screener, texts: Sequence[str], timeout_s: float) -> tup
     return ran if isinstance(ran, tuple) else await ran
 
 
+# The latency budget of a policy that sets no timeout_ms, for a screener that declares none.
+DEFAULT_TIMEOUT_MS = 25.0
+
+
 class Threaded:
     """A slow synchronous screener (a model) made awaitable: it runs in a small thread pool,
     so the event loop keeps serving and the policy's latency budget can give up on it. A
     call past its budget still finishes in its thread (a thread cannot be stopped); later
     calls queue behind it, and fail their own budgets while the pool is busy."""
 
-    # The latency budget of a policy that sets no timeout_ms, where the inner model's is known
-    # (set by screening/detectors.py; stages/s12_screening.py reads it with a default).
-    default_timeout_ms: float
-
-    def __init__(self, inner: SyncScreener, threads: int = 2) -> None:
+    def __init__(self, inner: SyncScreener, threads: int = 2,
+                 default_timeout_ms: float = DEFAULT_TIMEOUT_MS) -> None:
+        # The latency budget of a policy that sets no timeout_ms: the inner model's, where
+        # it is known (screening/detectors.py), read by stages/s12_screening.py.
+        self.default_timeout_ms = default_timeout_ms
         from concurrent.futures import ThreadPoolExecutor
 
         self.inner = inner

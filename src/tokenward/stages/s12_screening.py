@@ -212,8 +212,9 @@ def _screen(metrics: GatewayMetrics, kind: str, cfg: InjectionScreening | PiiScr
     under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
         # a screener may declare its own budget for a policy that sets none (screener.Threaded)
-        budget_ms: float = (cfg.timeout_ms if cfg.timeout_ms is not None
-                            else getattr(screener, "default_timeout_ms", 25.0))
+        budget_ms = (cfg.timeout_ms if cfg.timeout_ms is not None
+                     else screener.default_timeout_ms if isinstance(screener, screening.Threaded)
+                     else screening.DEFAULT_TIMEOUT_MS)
         return screening.start(screener, result.texts if texts is None else texts, budget_ms / 1000)
     except screening.ScreenerFailed as exc:
         return _failed(metrics, kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
