@@ -118,6 +118,8 @@ class Services:
                                    self.transports)
         self.on_close(self.targets.aclose)
         self.health = UpstreamHealth(self.config, self.targets)
+        self.health.start()   # a pool of several targets is probed in the background
+        self.on_close(self.health.aclose)
         self.decisions = open_decision_log(self.config.logging.decisions)
         self.stages = await self._build_stages()
         self._probe_stores()

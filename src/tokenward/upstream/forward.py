@@ -16,6 +16,11 @@ returns, so a client that goes away cancels the backend's work at once. Returns 
 
 Reported usage is clamped to what the request could use before anyone reads it. A client
 never sees the backend's address or errno: those go to the log and the decision record.
+
+Which target: the model's upstream is a pool (upstream/pool.py; a ``base_url`` is a pool of
+one). The request takes a target there for as long as its answer lasts, its reservation
+counted on it; a target that fails before the first byte of an answer hands the request to
+another (upstream/failover.py), under the same reservation.
 """
 
 from __future__ import annotations
@@ -35,8 +40,11 @@ from ..reconcile.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, from_reported
 from .backend_errors import backend_refusal
+from .affinity import affinity_seed, prefix_chain
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
-from .prepare import prepare
+from .failover import RETRY_STATUSES, TARGET_FAULTS, failure_kind, may_retry, next_target
+from .pool import Replica
+from .prepare import UpstreamCall, prepare
 from .stream_clock import StreamClock
 from .stream_relay import relay_stream
 from .targets import Target, TargetTable
@@ -131,29 +139,79 @@ class Forwarder:
             headers.append((target.request_id_header, rid.encode()))
         headers += target.auth_headers
         headers += target.allow.select(ctx.headers)
+        backends = target.backends
+        work = ctx.work
+        tokens = work.reserve_tokens if work is not None else 0
+        chain = prefix_chain(ctx, affinity_seed(ctx)) if backends.affinity is not None else None
         watch = ctx.disconnect
         if watch is not None:
             watch.arm()
-        timeout = min(target.read_timeout, self.max_duration)
         try:
-            sent = perf_counter_ns()
+            # the target (upstream/pool.py): a pool of one at once; else routed, or queued
+            # (upstream_saturated when every target is at its cap)
+            replica = backends.take(tokens, None, chain)
+            if replica is None:
+                replica = await backends.wait_turn(tokens, chain)
+            elif chain:
+                ctx.note("affinity", backends.last_affinity)
+            tried = [replica]
+            taken = perf_counter_ns() if backends.capped else 0
             try:
-                resp = await target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
-            except UpstreamError as exc:
-                return await _answer_failure(ctx, target, exc, "answer")
-            add_ns(target.answered[call.stream], perf_counter_ns() - sent)
-            ctx.upstream_status = resp.status
-            try:
-                if resp.status >= 400:
-                    return await self._relay_error(ctx, target, resp, timeout)
-                if call.stream and resp.status == 200:
-                    return await relay_stream(self, ctx, call, resp)
-                return await self._relay_whole(ctx, target, resp, timeout)
+                return await self._send(ctx, call, headers, tried, tokens)
             finally:
-                resp.abort()  # no-op when the body was read to the end
+                backends.release(tried[-1], tokens, taken, perf_counter_ns() if taken else 0)
+                if backends.several:
+                    ctx.note("targets", [r.label for r in tried])
         finally:
             if watch is not None:
                 watch.disarm()
+
+    async def _send(self, ctx: RequestContext, call: UpstreamCall, headers: list[tuple[bytes, bytes]],
+                    tried: list[Replica], tokens: int) -> Exit:
+        """Ask the request's target, and others before any byte of an answer (failover.py);
+        relay the answer. ``tried`` grows with each target asked; its last is the one that
+        holds the request's reservation."""
+        target = call.target
+        backends = target.backends
+        timeout = min(target.read_timeout, self.max_duration)
+        replica = tried[0]
+        while True:
+            replica.sent += 1
+            sent = perf_counter_ns()
+            try:
+                resp = await replica.transport.request("POST", call.path, headers, call.body, timeout=timeout)
+            except UpstreamError as exc:
+                kind = failure_kind(exc)
+                if kind is not None:
+                    backends.failed(replica, kind)
+                other = next_target(ctx, backends, tried, tokens, exc.detail) if may_retry(exc, backends) else None
+                if other is None:
+                    return await _answer_failure(ctx, target, exc, "answer")
+                replica = other
+                continue
+            add_ns(target.answered[call.stream], perf_counter_ns() - sent)
+            status = ctx.upstream_status = resp.status
+            try:
+                if status < 500:
+                    backends.succeeded(replica)
+                else:
+                    backends.failed(replica, f"answered {status}")
+                    if status in RETRY_STATUSES:
+                        other = next_target(ctx, backends, tried, tokens, f"answered {status}")
+                        if other is not None:
+                            replica = other
+                            continue
+                if status >= 400:
+                    return await self._relay_error(ctx, target, resp, timeout)
+                if call.stream and status == 200:
+                    exit = await relay_stream(self, ctx, call, resp)
+                else:
+                    exit = await self._relay_whole(ctx, target, resp, timeout)
+                if exit.reason in TARGET_FAULTS:
+                    backends.failed(replica, exit.reason or "")
+                return exit
+            finally:
+                resp.abort()  # no-op when the body was read to the end
 
     async def _relay_whole(self, ctx: RequestContext, target: Target, resp: UpstreamResponse, timeout: float) -> Exit:
         limit = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
