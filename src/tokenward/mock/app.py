@@ -27,6 +27,7 @@ from .formats import (
     models_body,
 )
 from . import echo, native
+from .engine import Engine
 from .stats import Holds, Stats
 from .steering import BadRequest, Steering, parse_steering, tool_arguments
 
@@ -106,7 +107,9 @@ async def _forever() -> None:
 class MockUpstream:
     """ASGI app: ``MockUpstream()(scope, receive, send)``; counters in ``.stats``."""
 
-    def __init__(self, models: tuple[str, ...] | list[str] = DEFAULT_MODELS) -> None:
+    def __init__(self, models: tuple[str, ...] | list[str] = DEFAULT_MODELS, engine: Engine | None = None) -> None:
+        # a shared throughput (mock/engine.py, --capacity-tokens-per-s): a loaded mock is slower
+        self.engine = engine
         self.stats = Stats()
         self.holds = Holds()
         self.models = tuple(models)
@@ -183,14 +186,14 @@ class MockUpstream:
         if size is not None and plan is not None:
             await self._echo(send, steer, size, plan, body, stream, route == CHAT)
             return
-        if steer.plain and not stream:
+        if steer.plain and not stream and (self.engine is None or plan is None):
             if plan is not None:
                 self.stats.tokens_generated += plan.tokens * plan.choices
                 payload = full_body(plan, *self._new_id(plan))
             await send_json(send, 200, payload)
             return
         ctx = _Ctx(receive)
-        await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload))
+        await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload, body))
 
     async def _echo(self, send: Send, steer: Steering, size: int, plan: Plan, body: dict[str, Any], stream: bool,
                     chat: bool) -> None:
@@ -285,7 +288,8 @@ class MockUpstream:
             self.stats.cancelled += 1
 
     async def _steered(
-        self, send: Send, steer: Steering, ctx: _Ctx, plan: Plan | None, stream: bool, payload: bytes
+        self, send: Send, steer: Steering, ctx: _Ctx, plan: Plan | None, stream: bool, payload: bytes,
+        body: Any = None,
     ) -> None:
         if steer.hold is not None:
             await self.holds.wait(steer.hold)
@@ -301,6 +305,8 @@ class MockUpstream:
             return
         self.stats.active_streams += 1
         try:
+            if self.engine is not None and isinstance(body, dict):
+                await self.engine.prefill(body)
             if stream:
                 await self._stream(send, steer, ctx, plan)
             else:
@@ -344,13 +350,16 @@ class MockUpstream:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         interval = 1.0 / rate if rate > 0 else 0.0
+        engine = self.engine
         for i in range(steps):
             if interval:
                 wait = t0 + i * interval - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
-            elif i % _YIELD_EVERY == _YIELD_EVERY - 1:
+            elif engine is None and i % _YIELD_EVERY == _YIELD_EVERY - 1:
                 await asyncio.sleep(0)
+            if engine is not None:
+                await engine.generate(per_step)
             stats.tokens_generated += per_step
             if send is not None:
                 await send(message)
@@ -379,10 +388,15 @@ class MockUpstream:
     # -- /_mock --------------------------------------------------------------------
 
     async def _get_stats(self, receive: Receive, send: Send) -> None:
-        await send_json(send, 200, encode(self.stats.snapshot(self.holds.count)))
+        snapshot = self.stats.snapshot(self.holds.count)
+        if self.engine is not None:
+            snapshot["engine"] = self.engine.stats()
+        await send_json(send, 200, encode(snapshot))
 
     async def _reset(self, receive: Receive, send: Send) -> None:
         self.stats.reset()
+        if self.engine is not None:
+            self.engine.reset()
         await send_json(send, 200, b'{"reset":true}')
 
     async def _release(self, receive: Receive, send: Send) -> None:
