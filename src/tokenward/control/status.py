@@ -8,8 +8,10 @@ What every replica shares (the budget store, the controls, the abuse signals' pe
 counts) is shown for the whole service; the rest (screening, cache, refusals when no abuse
 signals run) is this replica's own, and says so: with several workers, all of them (the
 counts of the scrape they answer together, observe/shared_metrics.py). Open requests are
-the answering worker's ("here"). Nothing here is a key, a prompt or an address: tenants,
-key ids, reasons and counts.
+the answering worker's ("here"), and so are the upstreams' targets: what this process has in
+flight on each, whether it has ejected it, its probe (upstream/pool.py ``snapshot``). Nothing
+here is a key or a prompt: tenants, key ids, reasons and counts; the only addresses are the
+targets' host:port, as /metrics labels them.
 """
 
 from __future__ import annotations
@@ -81,8 +83,10 @@ class StatusPage:
             for tenant in sorted(self.config.tenants):
                 tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}),
                                                      _cache(tenant, lookups), local_screened.get(tenant, {}))
+            targets = self.services.targets
+            upstreams = {name: pool.snapshot() for name, pool in targets.pools.items()} if targets is not None else {}
             body = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(screened),
-                    "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
+                    "upstreams": upstreams, "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
             self._cached = (time.monotonic(), body)
             return body
 
