@@ -76,7 +76,8 @@ def stub_pools(gateway, chunks: int) -> None:
         return StubResponse(chunks)
 
     for pool in gateway.services.targets.pools.values():
-        pool.request = request
+        for transport in [r.transport for r in getattr(pool, "replicas", ())] or [pool]:   # a pool's targets (issue 39)
+            transport.request = request
 
 
 def make_scope(api_key: str | None, body: bytes) -> dict:

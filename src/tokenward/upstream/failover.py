@@ -85,3 +85,23 @@ def next_target(ctx: RequestContext, pool: BackendPool, tried: list[Replica], to
     else:
         ctx.note("failover", [entry])
     return other
+
+
+def after_failure(ctx: RequestContext, pool: BackendPool, tried: list[Replica], tokens: int,
+                  exc: UpstreamError) -> Replica | None:
+    """A request failed on its target before an answer: counted against the target; the
+    next target to ask, or None (the failure is the answer)."""
+    replica = tried[-1]
+    kind = failure_kind(exc)
+    if kind is not None:
+        pool.failed(replica, kind)
+    return next_target(ctx, pool, tried, tokens, exc.detail) if may_retry(exc, pool) else None
+
+
+def after_status(ctx: RequestContext, pool: BackendPool, tried: list[Replica], tokens: int,
+                 status: int) -> Replica | None:
+    """A target answered 5xx: counted against it; for a 502 or 503, the next target to ask."""
+    pool.failed(tried[-1], f"answered {status}")
+    if status in RETRY_STATUSES:
+        return next_target(ctx, pool, tried, tokens, f"answered {status}")
+    return None

@@ -42,9 +42,9 @@ from ..reconcile.usage import NOTHING_USED, UNKNOWN, from_reported
 from .backend_errors import backend_refusal
 from .affinity import affinity_seed, prefix_chain
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
-from .failover import RETRY_STATUSES, TARGET_FAULTS, failure_kind, may_retry, next_target
-from .pool import Replica
-from .prepare import UpstreamCall, prepare
+from .failover import TARGET_FAULTS, after_failure, after_status
+from .pool import BackendPool, Replica
+from .prepare import prepare
 from .stream_clock import StreamClock
 from .stream_relay import relay_stream
 from .targets import Target, TargetTable
@@ -93,6 +93,30 @@ async def _too_large(ctx: RequestContext, target: Target, exc: UpstreamTooLarge)
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, UNKNOWN)
 
 
+def _upstream_headers(ctx: RequestContext, target: Target) -> list[tuple[bytes, bytes]]:
+    """What the backend gets besides the body: the content type, the request's id, the
+    backend's credential and the client headers the upstream lets through."""
+    headers = [_JSON_CT]
+    if target.request_id_header is not None:
+        rid = ctx.request_id if target.request_id_format == "gateway" else upstream_request_id(ctx.request_id)
+        headers.append((target.request_id_header, rid.encode()))
+    headers += target.auth_headers
+    headers += target.allow.select(ctx.headers)
+    return headers
+
+
+async def _take(ctx: RequestContext, backends: BackendPool, tokens: int) -> Replica:
+    """A target of a pool of several (or of a capped one): routed, or queued, or refused
+    ``upstream_saturated`` (upstream/pool.py)."""
+    chain = prefix_chain(ctx, affinity_seed(ctx)) if backends.affinity is not None else None
+    replica = backends.take(tokens, None, chain)
+    if replica is None:
+        return await backends.wait_turn(tokens, chain)
+    if chain:
+        ctx.note("affinity", backends.last_affinity)
+    return replica
+
+
 def upstream_request_id(request_id: str) -> str:
     """The UUID form of a gateway request id, for backends that take only UUIDs.
 
@@ -133,31 +157,59 @@ class Forwarder:
             await ctx.job.dispatch()
         call = prepare(ctx, self.targets, ctx.route.upstream_path)
         target = call.target
-        headers = [_JSON_CT]
-        if target.request_id_header is not None:
-            rid = ctx.request_id if target.request_id_format == "gateway" else upstream_request_id(ctx.request_id)
-            headers.append((target.request_id_header, rid.encode()))
-        headers += target.auth_headers
-        headers += target.allow.select(ctx.headers)
+        headers = _upstream_headers(ctx, target)
         backends = target.backends
         work = ctx.work
         tokens = work.reserve_tokens if work is not None else 0
-        chain = prefix_chain(ctx, affinity_seed(ctx)) if backends.affinity is not None else None
+        timeout = min(target.read_timeout, self.max_duration)
         watch = ctx.disconnect
         if watch is not None:
             watch.arm()
         try:
-            # the target (upstream/pool.py): a pool of one at once; else routed, or queued
-            # (upstream_saturated when every target is at its cap)
-            replica = backends.take(tokens, None, chain)
-            if replica is None:
-                replica = await backends.wait_turn(tokens, chain)
-            elif chain:
-                ctx.note("affinity", backends.last_affinity)
+            replica = backends.single
+            if replica is not None and not backends.capped:
+                # a pool of one without caps: nothing to choose (BackendPool.take, inlined:
+                # this is every single-upstream request's path)
+                replica.requests += 1
+                replica.tokens += tokens
+            else:
+                replica = await _take(ctx, backends, tokens)
             tried = [replica]
             taken = perf_counter_ns() if backends.capped else 0
             try:
-                return await self._send(ctx, call, headers, tried, tokens)
+                # one target after another while none has sent a byte of an answer (failover.py);
+                # the last one tried holds the request's reservation
+                while True:
+                    replica.sent += 1
+                    sent = perf_counter_ns()
+                    try:
+                        resp = await replica.transport.request("POST", call.path, headers, call.body, timeout=timeout)
+                    except UpstreamError as exc:
+                        other = after_failure(ctx, backends, tried, tokens, exc)
+                        if other is None:
+                            return await _answer_failure(ctx, target, exc, "answer")
+                        replica = other
+                        continue
+                    add_ns(target.answered[call.stream], perf_counter_ns() - sent)
+                    status = ctx.upstream_status = resp.status
+                    try:
+                        if status < 500:
+                            if replica.failures or replica.ejections:
+                                backends.succeeded(replica)
+                        elif (other := after_status(ctx, backends, tried, tokens, status)) is not None:
+                            replica = other
+                            continue
+                        if status >= 400:
+                            return await self._relay_error(ctx, target, resp, timeout)
+                        if call.stream and status == 200:
+                            exit = await relay_stream(self, ctx, call, resp)
+                        else:
+                            exit = await self._relay_whole(ctx, target, resp, timeout)
+                        if exit.reason in TARGET_FAULTS:
+                            backends.failed(replica, exit.reason or "")
+                        return exit
+                    finally:
+                        resp.abort()  # no-op when the body was read to the end
             finally:
                 backends.release(tried[-1], tokens, taken, perf_counter_ns() if taken else 0)
                 if backends.several:
@@ -165,53 +217,6 @@ class Forwarder:
         finally:
             if watch is not None:
                 watch.disarm()
-
-    async def _send(self, ctx: RequestContext, call: UpstreamCall, headers: list[tuple[bytes, bytes]],
-                    tried: list[Replica], tokens: int) -> Exit:
-        """Ask the request's target, and others before any byte of an answer (failover.py);
-        relay the answer. ``tried`` grows with each target asked; its last is the one that
-        holds the request's reservation."""
-        target = call.target
-        backends = target.backends
-        timeout = min(target.read_timeout, self.max_duration)
-        replica = tried[0]
-        while True:
-            replica.sent += 1
-            sent = perf_counter_ns()
-            try:
-                resp = await replica.transport.request("POST", call.path, headers, call.body, timeout=timeout)
-            except UpstreamError as exc:
-                kind = failure_kind(exc)
-                if kind is not None:
-                    backends.failed(replica, kind)
-                other = next_target(ctx, backends, tried, tokens, exc.detail) if may_retry(exc, backends) else None
-                if other is None:
-                    return await _answer_failure(ctx, target, exc, "answer")
-                replica = other
-                continue
-            add_ns(target.answered[call.stream], perf_counter_ns() - sent)
-            status = ctx.upstream_status = resp.status
-            try:
-                if status < 500:
-                    backends.succeeded(replica)
-                else:
-                    backends.failed(replica, f"answered {status}")
-                    if status in RETRY_STATUSES:
-                        other = next_target(ctx, backends, tried, tokens, f"answered {status}")
-                        if other is not None:
-                            replica = other
-                            continue
-                if status >= 400:
-                    return await self._relay_error(ctx, target, resp, timeout)
-                if call.stream and status == 200:
-                    exit = await relay_stream(self, ctx, call, resp)
-                else:
-                    exit = await self._relay_whole(ctx, target, resp, timeout)
-                if exit.reason in TARGET_FAULTS:
-                    backends.failed(replica, exit.reason or "")
-                return exit
-            finally:
-                resp.abort()  # no-op when the body was read to the end
 
     async def _relay_whole(self, ctx: RequestContext, target: Target, resp: UpstreamResponse, timeout: float) -> Exit:
         limit = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
