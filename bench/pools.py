@@ -1,7 +1,7 @@
 """Backend pools under an agent-like trace: three mock targets that behave like batching
 engines, and each routing strategy over them (issue 39, docs/benchmarks.md "Backend pools").
 
-    python bench/pools.py [--agents 24] [--turns 6] [--capacity 400] [--prefill 8000]
+    python bench/pools.py [--agents 24] [--turns 6] [--capacity 400] [--prefill 8000] [--kv 0]
                           [--routing round_robin,least_requests,least_reserved,prefix_affinity]
                           [--workers 1,2] [--slack 16384] [--seed 1] [--json out.json]
 
@@ -9,7 +9,8 @@ The targets: ``tokenward mock-upstream --capacity-tokens-per-s C --prefill-token
 (mock/engine.py): all of a target's streams share C tokens a second, and a prompt's tokens
 not in that target's prefix cache take 1/P s each before its first token. A loaded target
 is slower for every request on it, and one that saw a prompt's beginning recently prefills
-only the rest.
+only the rest. ``--kv K`` bounds each target's KV cache (``--kv-cache-tokens``): the prompt
+and output tokens of its running requests; a request that does not fit queues inside it.
 
 The trace (seeded, the same for every strategy): ``--agents`` agents, each a session of
 ``--turns`` turns: its own system prompt (150 to 1,500 words), then per turn a new user
@@ -81,12 +82,13 @@ def build_trace(seed: int, agents: int, turns: int) -> list[list[dict[str, Any]]
     return out
 
 
-def start_targets(procs: Procs, count: int, capacity: float, prefill: float) -> list[str]:
+def start_targets(procs: Procs, count: int, capacity: float, prefill: float, kv: int) -> list[str]:
     urls = []
     for i in range(count):
         proc = procs.start(f"target{i}", [PYTHON, "-m", "tokenward", "mock-upstream", "--port", "0",
                                           "--capacity-tokens-per-s", str(capacity),
-                                          "--prefill-tokens-per-s", str(prefill)], LOAD_CPU)
+                                          "--prefill-tokens-per-s", str(prefill), "--kv-cache-tokens", str(kv)],
+                           LOAD_CPU)
         port = proc.wait_line(r"listening on http://127\.0\.0\.1:(\d+)").group(1)
         urls.append(f"http://127.0.0.1:{port}")
     return urls
@@ -162,7 +164,8 @@ def spread(urls: list[str]) -> dict[str, Any]:
         stats = httpx.get(url + "/_mock/stats", timeout=10).json()
         engine = stats["engine"]
         targets.append({"generated": stats["tokens_generated"], "prompt": engine["prompt_tokens"],
-                        "cached": engine["cached_prompt_tokens"], "busy_s": engine["busy_s"]})
+                        "cached": engine["cached_prompt_tokens"], "busy_s": engine["busy_s"],
+                        "queued_for_kv_s": engine["queued_for_kv_s"]})
     busy = [t["busy_s"] for t in targets]
     prompt = sum(t["prompt"] for t in targets)
     return {"targets": targets, "busy_max_over_mean": round(max(busy) / statistics.mean(busy), 3) if any(busy) else None,
@@ -181,7 +184,7 @@ def affinity(decisions: Path) -> dict[str, int]:
 def one_run(args: argparse.Namespace, trace: list, routing: str, workers: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="tw-pools-") as folder, Procs(Path(folder), 900) as procs:
         tmp = Path(folder)
-        urls = start_targets(procs, 3, args.capacity, args.prefill)
+        urls = start_targets(procs, 3, args.capacity, args.prefill, args.kv)
         config = write_config(tmp, urls, routing, workers, args.slack)
         gateway, gateway_url = start_gateway(procs, config, None, None, workers)
         key = create_key(config, tmp)
@@ -207,6 +210,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=6)
     parser.add_argument("--capacity", type=float, default=400.0)
     parser.add_argument("--prefill", type=float, default=8000.0)
+    parser.add_argument("--kv", type=int, default=0)
     parser.add_argument("--routing", default=",".join(ROUTINGS))
     parser.add_argument("--workers", default="1")
     parser.add_argument("--slack", type=int, default=16384)

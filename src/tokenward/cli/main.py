@@ -155,11 +155,13 @@ def mock_upstream(
                                                 "streams share this many tokens a second (0: no limit)"),
     prefill_tokens_per_s: float = typer.Option(0.0, min=0.0, help="with a capacity: prompt tokens not in its "
                                                "prefix cache take this long to prefill (0: free)"),
+    kv_cache_tokens: int = typer.Option(0, min=0, help="with a capacity: the prompt and output tokens its running "
+                                        "requests may hold; past it a request waits (0: no bound)"),
 ) -> None:
     """Run a fake OpenAI-compatible backend for demos and tests."""
     from ..mock.server import run_mock
 
-    run_mock(host, port, capacity_tokens_per_s or None, prefill_tokens_per_s)
+    run_mock(host, port, capacity_tokens_per_s or None, prefill_tokens_per_s, kv_cache_tokens)
 
 
 def main() -> None:

@@ -304,15 +304,20 @@ class MockUpstream:
             await send_json(send, 200, payload)
             return
         self.stats.active_streams += 1
+        engine = self.engine if isinstance(body, dict) else None
+        room = 0
         try:
-            if self.engine is not None and isinstance(body, dict):
-                await self.engine.prefill(body)
+            if engine is not None:   # a batching engine: room in its KV cache, then the prefill
+                room = await engine.admit(body, plan.tokens * plan.choices)
+                await engine.prefill(body)
             if stream:
                 await self._stream(send, steer, ctx, plan)
             else:
                 await self._complete(send, steer, ctx, plan)
         finally:
             self.stats.active_streams -= 1
+            if engine is not None:
+                engine.leave(room)
 
     async def _stream(self, send: Send, steer: Steering, ctx: _Ctx, plan: Plan) -> None:
         fmt = StreamFormat(plan, *self._new_id(plan))

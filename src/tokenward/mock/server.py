@@ -94,7 +94,7 @@ async def stop_mock(server: uvicorn.Server) -> None:
 
 
 def run_mock(host: str = "127.0.0.1", port: int = 9100, capacity_tokens_per_s: float | None = None,
-             prefill_tokens_per_s: float = 0.0) -> None:
+             prefill_tokens_per_s: float = 0.0, kv_cache_tokens: int = 0) -> None:
     """Blocking entry point of ``tokenward mock-upstream``; with a capacity, the mock is a
     batching engine whose streams share it (mock/engine.py)."""
     sock = bind_socket(host, port)
@@ -106,5 +106,6 @@ def run_mock(host: str = "127.0.0.1", port: int = 9100, capacity_tokens_per_s: f
     shown = f"[{host}]" if ":" in host else host
     sys.stdout.write(f"mock-upstream listening on http://{shown}:{real_port}\n")
     sys.stdout.flush()
-    engine = Engine(capacity_tokens_per_s, prefill_tokens_per_s) if capacity_tokens_per_s else None
+    engine = Engine(capacity_tokens_per_s, prefill_tokens_per_s, kv_tokens=kv_cache_tokens) \
+        if capacity_tokens_per_s else None
     uvicorn.Server(_config(MockUpstream(engine=engine))).run(sockets=[sock])
