@@ -3,7 +3,7 @@ engines, and each routing strategy over them (issue 39, docs/benchmarks.md "Back
 
     python bench/pools.py [--agents 24] [--turns 6] [--capacity 400] [--prefill 8000] [--kv 0]
                           [--routing round_robin,least_requests,least_reserved,prefix_affinity]
-                          [--workers 1,2] [--slack 16384] [--seed 1] [--json out.json]
+                          [--workers 1,2] [--slack 16384] [--seeds 1,2,3] [--json out.json]
 
 The targets: ``tokenward mock-upstream --capacity-tokens-per-s C --prefill-tokens-per-s P``
 (mock/engine.py): all of a target's streams share C tokens a second, and a prompt's tokens
@@ -214,24 +214,51 @@ def main() -> None:
     parser.add_argument("--routing", default=",".join(ROUTINGS))
     parser.add_argument("--workers", default="1")
     parser.add_argument("--slack", type=int, default=16384)
-    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--seeds", default="1", help="one trace per seed; the summary takes the median")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     raise_fd_limit()
     os.sched_setaffinity(0, {int(LOAD_CPU)})
-    trace = build_trace(args.seed, args.agents, args.turns)
     runs = []
-    for workers in (int(w) for w in args.workers.split(",")):
-        for routing in args.routing.split(","):
-            if routing not in ROUTINGS:
-                raise BenchError(f"unknown routing {routing!r}")
-            run = one_run(args, trace, routing, workers)
-            print(json.dumps(run), flush=True)
-            runs.append(run)
+    for seed in (int(x) for x in args.seeds.split(",")):
+        trace = build_trace(seed, args.agents, args.turns)
+        for workers in (int(w) for w in args.workers.split(",")):
+            for routing in args.routing.split(","):
+                if routing not in ROUTINGS:
+                    raise BenchError(f"unknown routing {routing!r}")
+                run = one_run(args, trace, routing, workers) | {"seed": seed}
+                print(json.dumps(run), flush=True)
+                runs.append(run)
+    table = summary(runs)
+    for row in table:
+        print(json.dumps(row), flush=True)
     if args.json:
         args.json.write_text(json.dumps({"machine": machine(), "args": vars(args) | {"json": str(args.json)},
-                                         "runs": runs}, indent=1))
+                                         "summary": table, "runs": runs}, indent=1))
 
+
+def summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per (workers, routing): the median over the seeds' runs of each figure."""
+    groups: dict[tuple[int, str], list[dict[str, Any]]] = {}
+    for run in runs:
+        groups.setdefault((run["workers"], run["routing"]), []).append(run)
+    rows = []
+    for (workers, routing), group in groups.items():
+        def med(get: Any) -> Any:
+            values = [v for v in (get(r) for r in group) if v is not None]
+            return round(statistics.median(values), 3) if values else None
+
+        row: dict[str, Any] = {"summary": routing, "workers": workers, "seeds": len(group),
+                               "run_s": med(lambda r: r["run_s"]),
+                               "busy_max_over_mean": med(lambda r: r["spread"]["busy_max_over_mean"]),
+                               "engine_cache_share": med(lambda r: r["spread"]["engine_cache_share"]),
+                               "kv_queue_s": med(lambda r: sum(t["queued_for_kv_s"] for t in r["spread"]["targets"])),
+                               "affinity_kept_share": med(lambda r: r["affinity_kept_share"])}
+        for part in ("all", "short", "long"):
+            for figure in ("p50_ms", "p99_ms", "first_p50_ms", "first_p99_ms"):
+                row[f"{part}_{figure}"] = med(lambda r, p=part, f=figure: r["latency"][p][f])
+        rows.append(row)
+    return rows
 
 if __name__ == "__main__":
     run_main(main, "pools")
