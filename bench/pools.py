@@ -1,9 +1,10 @@
 """Backend pools under an agent-like trace: three mock targets that behave like batching
 engines, and each routing strategy over them (issue 39, docs/benchmarks.md "Backend pools").
 
-    python bench/pools.py [--agents 24] [--turns 6] [--capacity 400] [--prefill 8000] [--kv 0]
+    python bench/pools.py [--agents 24] [--turns 6] [--capacity 400] [--prefill 8000] [--kv 0] [--cap 0]
                           [--routing round_robin,least_requests,least_reserved,prefix_affinity]
-                          [--workers 1,2] [--slack 16384] [--seeds 1,2,3] [--json out.json]
+                          [--workers 1,2] [--store memory|redis] [--slack 16384] [--seeds 1,2,3]
+                          [--json out.json]
 
 The targets: ``tokenward mock-upstream --capacity-tokens-per-s C --prefill-tokens-per-s P``
 (mock/engine.py): all of a target's streams share C tokens a second, and a prompt's tokens
@@ -11,6 +12,8 @@ not in that target's prefix cache take 1/P s each before its first token. A load
 is slower for every request on it, and one that saw a prompt's beginning recently prefills
 only the rest. ``--kv K`` bounds each target's KV cache (``--kv-cache-tokens``): the prompt
 and output tokens of its running requests; a request that does not fit queues inside it.
+``--cap N`` gives each target ``max_inflight_requests: N`` (and a queue in the gateway): each
+target's peak of concurrent requests shows what N workers make of a per-process cap.
 
 The trace (seeded, the same for every strategy): ``--agents`` agents, each a session of
 ``--turns`` turns: its own system prompt (150 to 1,500 words), then per turn a new user
@@ -27,8 +30,9 @@ busy time over the mean); prefix affinity's outcomes (``notes.affinity`` in the 
 records: kept on the prefix's target, moved for load, new) and the engines' prefix-cache hit
 share (prompt tokens they did not prefill); the run's length.
 
-Placement: the gateway on CPU 0 (with --workers > 1 on CPUs 0 and 1), the mock targets
-and this load client on CPU 1. Every target is started fresh for each run (empty caches).
+Placement: the gateway on CPU 0 (with --workers > 1 on CPUs 0 and 1, and a redis-server
+budget store, which several workers need), the mock targets, redis and this load client on
+CPU 1. Every target is started fresh for each run (empty caches).
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import LOAD_CPU, PYTHON, BenchError, Procs, machine, raise_fd_limit, run_main  # noqa: E402
-from overhead import create_key, start_gateway  # noqa: E402
+from overhead import create_key, start_gateway, start_redis  # noqa: E402
 
 CHAT = "/v1/chat/completions"
 ROUTINGS = ("round_robin", "least_requests", "least_reserved", "prefix_affinity")
@@ -94,10 +98,12 @@ def start_targets(procs: Procs, count: int, capacity: float, prefill: float, kv:
     return urls
 
 
-def write_config(tmp: Path, urls: list[str], routing: str, workers: int, slack: int) -> Path:
+def write_config(tmp: Path, urls: list[str], routing: str, workers: int, slack: int, cap: int,
+                 store: str | None) -> Path:
+    targets = [{"url": url + "/v1", **({"max_inflight_requests": cap} if cap else {})} for url in urls]
     raw = {
         "server": {"workers": workers},
-        "upstreams": {"engines": {"targets": [{"url": url + "/v1"} for url in urls], "routing": routing,
+        "upstreams": {"engines": {"targets": targets, "routing": routing, "queue_timeout_ms": 600_000 if cap else 0,
                                   "affinity_slack": slack, "forward_headers": ["x-mock-*"], "read_timeout_s": 300}},
         "models": {"agent-model": {"upstream": "engines", "tokenizer": "tiktoken:cl100k_base",
                                    "context_window": 131072}},
@@ -108,6 +114,8 @@ def write_config(tmp: Path, urls: list[str], routing: str, workers: int, slack: 
         "keystore": {"url": f"sqlite:///{tmp / 'keys.db'}"},
         "logging": {"decisions": str(tmp / "decisions.jsonl")},
     }
+    if store is not None:
+        raw["store"] = {"url": store}
     path = tmp / "gateway.yaml"
     path.write_text(yaml.safe_dump(raw, sort_keys=False))
     return path
@@ -165,7 +173,7 @@ def spread(urls: list[str]) -> dict[str, Any]:
         engine = stats["engine"]
         targets.append({"generated": stats["tokens_generated"], "prompt": engine["prompt_tokens"],
                         "cached": engine["cached_prompt_tokens"], "busy_s": engine["busy_s"],
-                        "queued_for_kv_s": engine["queued_for_kv_s"]})
+                        "queued_for_kv_s": engine["queued_for_kv_s"], "peak_streams": stats["peak_streams"]})
     busy = [t["busy_s"] for t in targets]
     prompt = sum(t["prompt"] for t in targets)
     return {"targets": targets, "busy_max_over_mean": round(max(busy) / statistics.mean(busy), 3) if any(busy) else None,
@@ -185,7 +193,8 @@ def one_run(args: argparse.Namespace, trace: list, routing: str, workers: int) -
     with tempfile.TemporaryDirectory(prefix="tw-pools-") as folder, Procs(Path(folder), 900) as procs:
         tmp = Path(folder)
         urls = start_targets(procs, 3, args.capacity, args.prefill, args.kv)
-        config = write_config(tmp, urls, routing, workers, args.slack)
+        store = start_redis(procs, tmp) if workers > 1 or args.store == "redis" else None
+        config = write_config(tmp, urls, routing, workers, args.slack, args.cap, store)
         gateway, gateway_url = start_gateway(procs, config, None, None, workers)
         key = create_key(config, tmp)
         cpu_before = gateway.cpu_seconds()
@@ -211,6 +220,9 @@ def main() -> None:
     parser.add_argument("--capacity", type=float, default=400.0)
     parser.add_argument("--prefill", type=float, default=8000.0)
     parser.add_argument("--kv", type=int, default=0)
+    parser.add_argument("--cap", type=int, default=0, help="max_inflight_requests per target, with a queue")
+    parser.add_argument("--store", choices=("memory", "redis"), default="memory",
+                        help="the budget store (redis whenever --workers > 1)")
     parser.add_argument("--routing", default=",".join(ROUTINGS))
     parser.add_argument("--workers", default="1")
     parser.add_argument("--slack", type=int, default=16384)

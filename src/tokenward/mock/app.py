@@ -303,7 +303,7 @@ class MockUpstream:
             ctx.finished = True
             await send_json(send, 200, payload)
             return
-        self.stats.active_streams += 1
+        self.stats.started()
         engine = self.engine if isinstance(body, dict) else None
         room = 0
         try:
