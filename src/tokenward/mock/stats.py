@@ -28,6 +28,7 @@ class Stats:
 
     def __init__(self) -> None:
         self.active_streams = 0
+        self.peak_streams = 0
         self.reset()
 
     def started(self) -> None:
