@@ -33,16 +33,19 @@ BLOCK_CHARS = 2048
 _encode = msgspec.json.encode
 
 
-def affinity_seed(ctx: RequestContext) -> int:
+def affinity_seed(ctx: RequestContext, salt: bytes | None = None) -> int:
     """Where a request's prefix chain starts: its tenant (one tenant's prefixes are never
-    another's).
+    another's), or the ``cache_salt`` it is sent with.
 
-    The hook for ``upstreams.NAME.cache_salt`` (upstream/salt.py): on a salted upstream the
-    engine shares cache blocks only between requests with one salt, so the seed must be the
-    salt the request is sent with (``hash(salt)``, the tenant's or the key's, a client's own
-    folded in) and not the tenant: two keys of one tenant under ``cache_salt: key`` then keep
-    apart here as they do in the engine, and no prefix is routed toward a cache it cannot use.
+    On an upstream with ``cache_salt: tenant | key`` (upstream/salt.py) the engine shares
+    cache blocks only between requests with one salt, so the chain must start from the salt
+    the body carries (the tenant's or the key's, a client's own folded in), not from the
+    tenant: two keys of one tenant under ``cache_salt: key`` then stay apart here as they do
+    in the engine, and no prefix is sent toward a cache it cannot use. ``prepare`` applies
+    the salt before the forward step picks a target, so the salt it wrote is known by then.
     """
+    if salt:
+        return hash(("salt", salt))
     principal = ctx.principal
     return hash(("tenant", principal.tenant if principal is not None else ""))
 
