@@ -127,7 +127,11 @@ class _PoolProbes:
         """Probe every target each ``interval``, for as long as the gateway runs."""
         assert self.interval is not None
         while True:
-            await asyncio.gather(*(probe.check() for probe in self.probes))
+            outcomes = await asyncio.gather(*(probe.check() for probe in self.probes), return_exceptions=True)
+            for probe, outcome in zip(self.probes, outcomes):
+                if isinstance(outcome, Exception):   # not a backend's failure: the gateway's own
+                    log.error("upstream %s: the probe of target %s failed inside the gateway: %r",
+                              self.name, probe.replica.label, outcome)
             await asyncio.sleep(self.interval)
 
 
