@@ -14,7 +14,7 @@ their caps; the strategy picks one:
 
 Ties (sequential requests find every target idle) rotate by weight with smooth weighted
 round robin (nginx's): each candidate's turn grows by its weight, the largest is taken and
-set back by the candidates' total, so weights 3:1 give A A B A, A A B A... and no target
+set back by the candidates' total, so weights 3:1:1 give A B A C A, A B A C A... and no target
 gets a burst.
 """
 
