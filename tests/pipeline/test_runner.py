@@ -249,6 +249,9 @@ class Marking:
     def finish(self):
         return []
 
+    def close(self, tail):
+        return tail
+
 
 class Transforming(BaseStage):
     def __init__(self, name: str, tag: bytes) -> None:

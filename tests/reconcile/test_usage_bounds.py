@@ -4,6 +4,8 @@ stored value goes below zero (issue 27)."""
 
 from __future__ import annotations
 
+import msgspec
+
 from types import SimpleNamespace
 
 from hypothesis import given, settings
@@ -15,9 +17,10 @@ from tokenward.budget.memory import MemoryStore
 from tokenward.budget.policy import Prices
 from tokenward.budget.store import Layout
 from tokenward.pipeline.results import Reservation, Work
-from tokenward.reconcile.bounds import answer_limit, usage_bounds
+from tokenward.pipeline.bounds import answer_limit, usage_bounds
 from tokenward.reconcile.usage import Usage, UsageBounds, clamp
-from tokenward.stages.s60_admit import settle_amounts
+from tokenward.stages.s10_admission import settle_amounts
+from tokenward.pipeline.results import BudgetRecord
 
 NOW = 1_700_000_000_000
 _counts = st.one_of(st.none(), st.integers(-10**15, 10**15), st.sampled_from([0, -1, 10**12, -3_000_000]))
@@ -25,9 +28,15 @@ _counts = st.one_of(st.none(), st.integers(-10**15, 10**15), st.sampled_from([0,
 
 def _ctx(work: Work | None = None, reservation: Reservation | None = None, estimated: int | None = None,
          body: object = None) -> SimpleNamespace:
-    notes = {"budget": {"estimated_input": estimated}} if estimated is not None else {}
-    request = SimpleNamespace(body=body) if body is not None else None
-    return SimpleNamespace(work=work, reservation=reservation, notes=notes, request=request)
+    if reservation is not None and estimated is not None:   # admission's record, on its reservation
+        record = BudgetRecord(estimated_input=estimated, reserved=reservation.tokens, reserved_cost=0, limits=(),
+                              store="local")
+        reservation = msgspec.structs.replace(reservation, record=record)
+    # validation's reading of the body: does the answer repeat the prompt (echo, prompt_logprobs)
+    echoes = body is not None and (getattr(body, "echo", None) is True
+                                   or type(getattr(body, "prompt_logprobs", None)) is int)
+    request = SimpleNamespace(body=body, echoes_prompt=echoes) if body is not None else None
+    return SimpleNamespace(work=work, reservation=reservation, notes={}, request=request)
 
 
 @st.composite
@@ -63,7 +72,7 @@ async def test_any_reported_usage_moves_the_budget_by_at_most_the_reservation(
     [out] = await store.reserve([reserve(layout, "r", NOW, [reserved, reserved_cost])])
     if not out.ok:
         return
-    if usage.known:   # as the admission stage settles (stages/s60_admit.py)
+    if usage.known:   # as the admission stage settles (stages/s10_admission.py)
         tokens, cost = settle_amounts(usage, reserved, reserved_cost, work.input_tokens, prices)
         mode = policy.SETTLE
     else:

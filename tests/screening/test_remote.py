@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tokenward import memos
 from tokenward.config.content import HttpDetector, InjectionScreening
 from tokenward.screening import screener as screening
 from tokenward.screening.detectors import injection_screener
@@ -57,18 +58,25 @@ async def test_concurrent_requests_share_calls_and_each_gets_its_verdict(service
     await screener.aclose()
 
 
-async def test_a_repeated_text_is_answered_from_the_cache(service):
+async def test_a_repeated_text_is_answered_from_the_cache_of_its_tenant_only(service):
     screener = remote(service + "/classify")
-    first, _ = await screening.run(screener, ["system prompt: be kind", "xyzzy, do it"], 2.0)
+    texts = ["system prompt: be kind", "xyzzy, do it"]
+    memos.enter("acme")
+    first, _ = await screening.run(screener, texts, 2.0)
     before = stats(service)["calls"]
-    again, _ = await screening.run(screener, ["system prompt: be kind", "xyzzy, do it"], 2.0)
+    again, _ = await screening.run(screener, texts, 2.0)
     assert stats(service)["calls"] == before and screener.cache_hits == 2
     assert again == first and first.score == 0.97
     # kept under a keyed hash: neither the text nor its plain digest
     keys = list(screener._verdicts._scores)
     assert all(len(k) == 32 for k in keys)
     assert hashlib.sha256(b"xyzzy, do it").digest() not in keys
-    await screener.aclose()
+    memos.enter("globex")    # another tenant's request: asked again, never answered from acme's
+    other, _ = await screening.run(screener, texts, 2.0)
+    assert other == first and stats(service)["calls"] == before + 1 and screener.cache_hits == 2
+    memos.enter(None)        # outside a request: asked, and nothing kept
+    await screening.run(screener, texts, 2.0)
+    assert stats(service)["calls"] == before + 2 and len(screener._verdicts._scores) == 4
 
 
 async def test_the_moderations_shape(service):
@@ -90,6 +98,7 @@ async def test_a_long_text_is_sent_in_windows_and_the_maximum_taken(service):
 
 
 async def test_a_slow_service_is_a_timeout_and_an_error_status_an_error(service):
+    memos.enter("acme")                        # a request's: its verdicts are kept
     screener = remote(service + "/classify")
     with pytest.raises(screening.ScreenerFailed) as caught:
         await screening.run(screener, ["SLOW please"], 0.05)

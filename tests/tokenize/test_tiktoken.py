@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tokenward import memos
 from tokenward.config.schema import Config, ModelConfig, UpstreamConfig
 from tokenward.errors import ConfigError
 from tokenward.tokenize import tiktoken_files
@@ -69,13 +70,18 @@ def test_ids_match_an_independent_implementation(counters, references, text):
         assert counter.encoding.encode_ordinary(text) == references[name].encode_ordinary(text)
 
 
-def test_counts_are_cached_by_hash_never_by_text(counters):
+def test_counts_are_cached_by_tenant_and_hash_never_by_text(counters):
     counter = counters["cl100k_base"]
     counter.clear_cache()
     text = "a long enough prompt that is sent again on every turn of a conversation " * 3
-    first = counter.count(text)
-    assert counter.count(text) == first
-    assert all(isinstance(key, tuple) and isinstance(key[0], int) for key in counter._cache)
+    token = memos.enter("acme")
+    try:
+        first = counter.count(text)
+        assert counter.count(text) == first and len(counter._cache) == 1
+    finally:
+        memos._TENANT.reset(token)
+    assert all(key[0] == "acme" and all(isinstance(part, int) for part in key[1:]) for key in counter._cache._seen)
+    assert counter.count(text) == first and len(counter._cache) == 1   # outside a request: counted, not kept
 
 
 def _copy_vocabulary(tmp_path, tamper: bool):

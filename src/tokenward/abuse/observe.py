@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from ..validation.schemas import ChatCompletionRequest
+
 # fields of an observation (a plain tuple: cheaper to build than a named one)
 AT, TENANT, KEY, REASON, STATUS, OUTPUT, AT_MAX, MODEL, STREAM, VALIDATED, TOOLS, SOURCE, SCREENING = range(13)
 Observation = tuple[Any, ...]   # its fields at the indices above
@@ -51,7 +53,7 @@ class Observer:
             plan = entitlement.plan if entitlement is not None else principal.plan
             # at (or within a tenth of) the plan's maximum: what a caller asks who takes all it can
             at_max = request.max_output_tokens * 10 >= plan.max_output_tokens * 9 > 0
-            tools = bool(getattr(request.body, "tools", None))
+            tools = isinstance(request.body, ChatCompletionRequest) and bool(request.body.tools)
             if ctx.reason is None:
                 prompts = self.prompts
                 if len(prompts) < MAX_PROMPTS:

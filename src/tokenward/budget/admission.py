@@ -263,11 +263,8 @@ class Admitter:
         """Get the shared store ready before traffic (a cluster recognised, scripts loaded).
         A store that does not answer yet is not a reason to refuse to start: requests fail
         closed until it does, and it recovers alone."""
-        warm = getattr(self.shared.store, "warm", None)
-        if warm is None:
-            return
         try:
-            await warm()
+            await self.shared.store.warm()
         except StoreUnavailable as exc:
             log.warning("budget store not reachable at start-up (%s); requests fail closed until it is", exc)
 

@@ -153,6 +153,9 @@ class MemoryStore:
                 gone[namespace] = gone.get(namespace, 0) + 3
         return [(0, gone.get(ns, 0)) for ns in namespaces]
 
+    async def warm(self) -> None:
+        return None     # nothing to get ready in memory
+
     async def open_reservations(self, leases_key: str) -> int:
         return len(self._leases.get(leases_key, ()))
 

@@ -135,6 +135,10 @@ class BudgetStore(Protocol):
         looking at about ``count`` values per namespace from its cursor; per namespace,
         (the cursor to continue from, 0 when done; how many were dropped)."""
 
+    async def warm(self) -> None:
+        """Get ready before traffic (a cluster recognised, scripts loaded); may fail, and
+        the store recovers alone."""
+
     async def open_reservations(self, leases_key: str) -> int:
         """How many reservations of a namespace hold a lease."""
 

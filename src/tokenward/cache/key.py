@@ -25,14 +25,14 @@ import msgspec
 from msgspec import UNSET
 
 from ..budget.limits import tenant_namespace
+from ..validation.schemas import ChatCompletionRequest
 from ..wire.request_body import RequestBody
+from ..wire.codec import json_encode as _encode
 
 # fields that do not change the answer: left out of every key (and of the semantic cache's
 # shape); KeyMaker's typed path clears them by name, so keep the two in step
 IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
 encode_sorted = msgspec.json.Encoder(order="sorted").encode
-_encode = msgspec.json.encode
-
 
 def tenant_prefix(prefix: str, tenant: str) -> str:
     return tenant_namespace(prefix, tenant) + ":c:"
@@ -57,7 +57,7 @@ class KeyMaker:
             # msgspec.structs.replace cost 2.5K instructions more per key. Both request
             # types have the first four; chat has max_completion_tokens too.
             saved = typed.stream, typed.stream_options, typed.user, typed.max_tokens
-            completion_cap = getattr(typed, "max_completion_tokens", UNSET)
+            completion_cap = typed.max_completion_tokens if isinstance(typed, ChatCompletionRequest) else UNSET
             typed.stream = typed.stream_options = typed.user = typed.max_tokens = UNSET
             if completion_cap is not UNSET:
                 typed.max_completion_tokens = UNSET

@@ -72,7 +72,7 @@ def _check_tokenizers(cfg: Config) -> dict[str, Counter]:
 
 
 def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
-    from ..services import BUILTIN_MOCK   # started in-process: no URL to check
+    from ..config.schema import BUILTIN_MOCK   # started in-process: no URL to check
     from ..upstream.client import UpstreamPool
     from ..upstream.targets import TargetTable
 
@@ -94,7 +94,7 @@ def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
 
 def _check_stores(cfg: Config) -> None:
     from ..keys.store import engine_url
-    from ..stages.s60_admit import open_store
+    from ..budget.opening import open_store
 
     try:
         open_store(cfg)   # parses a Redis URL; connects only on first use
@@ -106,7 +106,7 @@ def _check_stores(cfg: Config) -> None:
 def _check_screening(cfg: Config) -> None:
     """Each policy's detectors load, as start-up loads them; a policy no plan uses may name an
     extra that is not installed (``screening_warnings`` says so), as start-up allows."""
-    from ..stages.s70_screen import CompiledPolicy
+    from ..stages.s12_screening import CompiledPolicy
 
     used: set[object] = {plan.screening for plan in cfg.plans.values()}
     used |= {t.overrides.get("screening") for t in cfg.tenants.values() if isinstance(t.overrides, dict)}
@@ -125,7 +125,7 @@ def _check_screening(cfg: Config) -> None:
 def _check_cache(cfg: Config) -> None:
     if cfg.cache is None:
         return
-    from ..stages.s85_cache import open_cache
+    from ..stages.s14_cache import open_cache
 
     try:
         open_cache(cfg)   # the secret it needs, the Redis URL it would use
@@ -159,7 +159,7 @@ def config_warnings(cfg: Config, environ: Mapping[str, str]) -> list[str]:
                          f"({plan.max_output_tokens}): a request without max_tokens gets {plan.max_output_tokens}")
     for name, tenant in cfg.tenants.items():
         found += _zero_limits(f"tenants.{name}.overrides", tenant.overrides)
-    return found + screening_warnings(cfg)
+    return found + screening_warnings(cfg) + _dropped_client_salts(cfg)
 
 
 def screening_warnings(cfg: Config) -> list[str]:
@@ -188,6 +188,21 @@ def screening_warnings(cfg: Config) -> list[str]:
             if importlib.util.find_spec(module) is None:
                 found.append(f"{where}: detector {detector} needs the {extra} extra (pip install "
                              f"'tokenward[{extra}]'); a plan using this policy is refused at start")
+    return found
+
+
+def _dropped_client_salts(cfg: Config) -> list[str]:
+    """A plan that lets clients send cache_salt, with models on an upstream that salts nothing:
+    there the client's salt is dropped (upstream/salt.py), which its reader may not expect."""
+    found = []
+    for name, plan in cfg.plans.items():
+        if not plan.allow_cache_salt:
+            continue
+        unsalted = sorted({spec.upstream for model, spec in cfg.models.items()
+                           if model in plan.models and cfg.upstreams[spec.upstream].cache_salt == "off"})
+        if unsalted:
+            found.append(f"plans.{name}.allow_cache_salt: a client's cache_salt is dropped on upstream "
+                         f"{', '.join(unsalted)} (its cache_salt is off)")
     return found
 
 

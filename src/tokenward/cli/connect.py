@@ -73,7 +73,7 @@ def _say(failure: str | None, line: str) -> bool:
 async def _upstream(name: str, up: UpstreamConfig) -> tuple[str | None, str]:
     """(failure, success lines) of one upstream's health probe, each target's."""
     from ..config.pools import pool_targets
-    from ..services import BUILTIN_MOCK
+    from ..config.schema import BUILTIN_MOCK
 
     if up.base_url == BUILTIN_MOCK:
         return None, f"upstream {name}: the built-in mock, started by serve"

@@ -22,6 +22,9 @@ from .content import (
 )
 from .content import ranges as content_ranges
 
+# an upstream base_url that starts the built-in mock backend in-process (the quickstart)
+BUILTIN_MOCK = "builtin:mock"
+
 
 # Subclasses say frozen=True again: msgspec inherits it, but type checkers read structs
 # through PEP 681 (dataclass_transform), where a subclass that does not say it is not frozen.
@@ -143,12 +146,18 @@ class UpstreamConfig(_Strict, frozen=True):
     ready_required: bool = True
     # An answer (whole body or stream) larger than the request could justify is cut: more
     # than answer_bytes_per_token x (output bound x choices) + answer_slack_bytes
-    # (reconcile/bounds.py, docs/upstreams.md "Bounded answers").
+    # (pipeline/bounds.py, docs/upstreams.md "Bounded answers").
     answer_bytes_per_token: int = 8192
     answer_slack_bytes: int = 65536
     # The request dialects this backend serves itself (docs/dialects.md): a request in
     # another one is translated to chat completions and its answer translated back.
     dialects: tuple[Literal["chat", "responses", "messages"], ...] = ("chat",)
+    # Tenant isolation of the engine's prefix cache (docs/security.md): every body sent here
+    # carries cache_salt, an HMAC of the tenant (or API key id) under the secret in the
+    # environment variable cache_salt_secret_env names. off: none (a backend that does not
+    # know the field may refuse it); a client's own salt is then dropped (upstream/salt.py).
+    cache_salt: Literal["off", "tenant", "key"] = "off"
+    cache_salt_secret_env: str = "TOKENWARD_CACHE_SALT_SECRET"
 
 
 class ModelConfig(_Strict, frozen=True):
@@ -185,6 +194,9 @@ class PlanConfig(_Strict, frozen=True):
     max_n: int = 1
     allow_best_of: bool = False
     max_best_of: int = 1
+    # A client may send its own cache_salt (1-256 printable ASCII characters): folded into the
+    # gateway's salt on an upstream with cache_salt on, dropped on one without (upstream/salt.py).
+    allow_cache_salt: bool = False
     max_outer_items: int = 16
     max_messages: int = 256
     max_content_parts: int = 64

@@ -9,12 +9,31 @@ the parts it reports on attach themselves to it as they are built.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Iterator, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 
+from msgspec import UNSET
+
+from ..budget.guard import StoreHealth
+from ..pipeline.results import BudgetRecord
 from ..config.abuse import ACTIONS
 from .model import KINDS
+from .runtime import ControlRuntime
+
+
+class _DroppedCount(Protocol):
+    @property
+    def dropped(self) -> int: ...
+
+
+class SignalIntake(Protocol):
+    """What the metrics read of the abuse engine (abuse/engine.py, a layer above): its
+    observer's count of decisions dropped by a full buffer."""
+
+    @property
+    def observer(self) -> _DroppedCount: ...
 
 
 class EnforcementMetrics:
@@ -30,30 +49,28 @@ class EnforcementMetrics:
         self.batches = 0
         self.batch_seconds = 0.0
         self.store_errors = 0
-        self.runtime: Any = None      # control/runtime.py: the controls in force, cancels done
-        self.engine: Any = None       # abuse/engine.py: dropped observations
-        self.services: Any = None     # the gateway's services: the budget's admitter (its breaker)
+        self.runtime: ControlRuntime | None = None   # the controls in force, cancels done
+        self.engine: SignalIntake | None = None      # abuse/engine.py: dropped observations
+        self.budget_health: StoreHealth | None = None   # the shared budget store's (none: memory, up)
 
-    def settle(self, tenant: str, record: Any) -> None:
+    def settle(self, tenant: str, record: BudgetRecord | None) -> None:
         """A request's budget record once released (the control stage): what was reserved
         and, when it settled on reported or counted usage, what it used."""
-        if record.__class__ is not dict:
+        if record is None or record.refused_by is not UNSET:
             return
-        reserved = record.get("reserved")
-        if reserved is None or "refused_by" in record:
-            return
+        reserved = record.reserved
         self.reserved[tenant] += reserved
-        actual = record.get("actual")
-        if actual is not None:
+        actual = record.actual
+        if isinstance(actual, int):
             self.settled[tenant] += actual
             self.settled_reserved[tenant] += reserved
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         yield from self._collect_abuse()
         yield from self._collect_controls()
         yield from self._collect_budget()
 
-    def _collect_abuse(self):
+    def _collect_abuse(self) -> Iterator[Metric]:
         actions = CounterMetricFamily("tokenward_abuse_actions", "Abuse actions taken (shadow: recorded only)",
                                       labels=["action", "rule", "subject", "shadow", "automatic"])
         for key, count in list(self.actions.items()):
@@ -75,7 +92,7 @@ class EnforcementMetrics:
         yield CounterMetricFamily("tokenward_abuse_store_errors", "Signal batches the store did not take",
                                   value=self.store_errors)
 
-    def _collect_controls(self):
+    def _collect_controls(self) -> Iterator[Metric]:
         active = GaugeMetricFamily("tokenward_controls_active", "Controls in force (abuse actions, pauses, "
                                    "exemptions), by kind", labels=["kind", "shadow"])
         # every kind at zero from the start (a dashboard panel shows 0, not "No data")
@@ -99,7 +116,7 @@ class EnforcementMetrics:
         yield CounterMetricFamily("tokenward_streams_cancelled", "Open requests ended by an operator's cancel",
                                   value=runtime.cancelled if runtime is not None else 0)
 
-    def _collect_budget(self):
+    def _collect_budget(self) -> Iterator[Metric]:
         reserved = CounterMetricFamily("tokenward_reserved_tokens", "Tokens reserved by admitted requests",
                                        labels=["tenant"])
         settled = CounterMetricFamily("tokenward_settled_tokens", "Tokens used, by requests settled on usage",
@@ -114,8 +131,7 @@ class EnforcementMetrics:
         yield reserved
         yield settled
         yield settled_reserved
-        admitter = self.services.budget if self.services is not None else None
-        health = getattr(getattr(admitter, "shared", None), "health", None)
+        health = self.budget_health
         up = 0 if health is not None and not health.up else 1
         yield GaugeMetricFamily("tokenward_budget_store_up", "1 while the shared budget store answers: its "
                                 "last call (a request's, a settle's, /readyz's probe) succeeded; the memory "

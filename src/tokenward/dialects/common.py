@@ -11,15 +11,6 @@ from msgspec import Meta
 from ..errors import Reason, Refusal
 from ..validation.bounded import decode_refusal, too_deep, validation_refusal
 
-# The reason code proposed for ``errors.Reason`` (400, invalid_request_error), added by the
-# wiring phase: a dialect feature that cannot be translated to chat completions, asked of an
-# upstream that does not serve the dialect natively. ``Unsupported.refusal`` uses the enum
-# member once it exists and ``invalid_field`` until then.
-DIALECT_UNSUPPORTED = "dialect_unsupported"
-DIALECT_UNSUPPORTED_STATUS = 400
-DIALECT_UNSUPPORTED_TYPE = "invalid_request_error"
-
-
 # State the API issued and a client sends back as it got it (a thinking block's
 # ``signature``, ``redacted_thinking.data``, ``encrypted_content``): base64 (standard or
 # URL-safe), at most 1 MiB. Never masked; counted as one token per byte. Anything else in
@@ -41,8 +32,7 @@ class Unsupported(msgspec.Struct, frozen=True):
     native: bool = True
 
     def refusal(self) -> Refusal:
-        reason = getattr(Reason, DIALECT_UNSUPPORTED, Reason.invalid_field)
-        return Refusal(reason, self.message, param=self.param)
+        return Refusal(Reason.invalid_field, self.message, param=self.param)
 
 
 def decode_sub(raw: bytes, decoder: msgspec.json.Decoder[Any], prefix: str) -> Any:

@@ -1,8 +1,7 @@
 """Each dialect's error envelope, from the gateway's reason code and HTTP status.
 
 ``/v1/responses`` keeps OpenAI's ``{"error": {"message", "type", "param", "code"}}`` (the
-envelope of ``errors.envelope``, here from a code string so a reason not yet in the enum,
-``dialect_unsupported``, can be written too). ``/v1/messages`` gets Anthropic's
+envelope of ``errors.envelope``, here from a code string). ``/v1/messages`` gets Anthropic's
 ``{"type": "error", "error": {"type", "message"}}``, plus ``error.code`` carrying the
 gateway's reason code (an extra field the SDK keeps on the exception's ``body``), so a
 client or a test can tell refusals apart the same way on every route.

@@ -17,8 +17,13 @@ import msgspec
 from msgspec import UNSET
 
 from .common import encode
-from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, Piece, ReplacingPiece
+from ..validation.texts import Piece
+from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, ReplacingPiece
 from .messages_blocks import (
+    BlockLocation,
+    CharLocation,
+    PageLocation,
+    SearchResultLocation,
     SERVER_BLOCKS,
     Base64Pdf,
     BrowserState,
@@ -34,6 +39,8 @@ from .messages_blocks import (
     WebResultLocation,
 )
 from .messages_schema import (
+    CountTokensRequest,
+    MessagesRequest,
     ClientTool,
     Parsed,
 )
@@ -77,10 +84,16 @@ def _texts(blocks: list[Any], kind: str, doc: Document, outside: bool) -> None:
 
 
 def _citation(citation: Any, doc: Document) -> None:
-    for name in ("cited_text", "document_title", "title", "source", "url"):
-        doc.text(citation, name, getattr(citation, name, None), TOOL_OUTPUT, outside=True)
-    if isinstance(citation, WebResultLocation):
+    doc.text(citation, "cited_text", citation.cited_text, TOOL_OUTPUT, outside=True)
+    if isinstance(citation, (CharLocation, PageLocation, BlockLocation)):
+        doc.text(citation, "document_title", citation.document_title, TOOL_OUTPUT, outside=True)
+    elif isinstance(citation, WebResultLocation):
+        doc.text(citation, "title", citation.title, TOOL_OUTPUT, outside=True)
+        doc.text(citation, "url", citation.url, TOOL_OUTPUT, outside=True)
         doc.opaque(citation.encrypted_index)
+    elif isinstance(citation, SearchResultLocation):
+        doc.text(citation, "title", citation.title, TOOL_OUTPUT, outside=True)
+        doc.text(citation, "source", citation.source, TOOL_OUTPUT, outside=True)
 
 
 def _blocks(blocks: list[Any], doc: Document) -> None:
@@ -150,9 +163,9 @@ def _search_result(block: SearchResultBlock, doc: Document) -> None:
 
 def _server_block(block: Any, doc: Document) -> None:
     """A block from the upstream's own tools: every field as JSON text (messages_schema)."""
-    for name in block.__struct_fields__:
+    for name, value in msgspec.structs.asdict(block).items():
         if name != "cache_control":
-            doc.json(block, name, getattr(block, name), TOOL_OUTPUT, outside=True)
+            doc.json(block, name, value, TOOL_OUTPUT, outside=True)
 
 
 def _tools(parsed: Parsed, doc: Document) -> None:
@@ -166,10 +179,9 @@ def _tools(parsed: Parsed, doc: Document) -> None:
             doc.json(parsed.all_tools, i, tool, outside=True)
 
 
-def _settings(req: Any, doc: Document) -> None:
-    metadata = getattr(req, "metadata", UNSET)
-    if metadata is not UNSET:
-        doc.text(metadata, "user_id", metadata.user_id, METADATA, outside=True)
+def _settings(req: MessagesRequest | CountTokensRequest, doc: Document) -> None:
+    if isinstance(req, MessagesRequest):
+        _message_settings(req, doc)
     output = req.output_config
     if output is not UNSET and output.format not in (UNSET, None):
         doc.json(output.format, "schema", output.format.schema)
@@ -179,12 +191,17 @@ def _settings(req: Any, doc: Document) -> None:
             doc.json(context.edits, i, edit, outside=True)
     for i, server in enumerate(req.mcp_servers or ()):
         doc.json(req.mcp_servers, i, server, outside=True)
-    compaction = getattr(req, "compaction", UNSET)
-    if compaction not in (UNSET, None):
+
+
+def _message_settings(req: MessagesRequest, doc: Document) -> None:
+    metadata = req.metadata
+    if metadata is not UNSET:
+        doc.text(metadata, "user_id", metadata.user_id, METADATA, outside=True)
+    compaction = req.compaction
+    if compaction is not UNSET and compaction is not None:
         doc.text(compaction, "instructions", compaction.instructions, PROMPT, outside=True)
-    container = getattr(req, "container", UNSET)
-    if container not in (UNSET, None):
-        doc.stateful = True     # a container keeps files and state at the upstream
+    if req.container not in (UNSET, None) or req.thread not in (UNSET, None):
+        doc.stateful = True     # a container, a thread: state kept at the upstream
 
 
 def render(parsed: Parsed, doc: Document, decisions: Decisions) -> bytes:
@@ -195,7 +212,7 @@ def render(parsed: Parsed, doc: Document, decisions: Decisions) -> bytes:
         changes["tools"] = parsed.all_tools       # typed, and canonical where free-form
     if decisions.model is not None:
         changes["model"] = decisions.model
-    if decisions.max_tokens is not None and hasattr(req, "max_tokens"):
+    if decisions.max_tokens is not None and isinstance(req, MessagesRequest):
         changes["max_tokens"] = decisions.max_tokens
     if decisions.tools_removed:
         changes["tools"] = UNSET

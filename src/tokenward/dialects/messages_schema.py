@@ -31,6 +31,8 @@ from ..validation.bounded import decode_request
 from ..validation.schemas import ShortText, Strict, ToolName
 from .common import StateId, decode_sub, type_of
 from .messages_blocks import (
+    DocumentBlock,
+    ImageBlock,
     Block,
     CC,
     ContainerUpload,
@@ -288,12 +290,14 @@ def parse(body: bytes, *, count_tokens: bool = False) -> Parsed:
 
 
 def _apply_rules(req: Union[MessagesRequest, CountTokensRequest]) -> None:
-    for field, (rule, why) in TOP_RULES.items():
-        if getattr(req, field, UNSET) in (UNSET, None):
-            continue
-        if rule == "refuse":
-            raise refused(field, why)
-        setattr(req, field, UNSET)
+    if isinstance(req, MessagesRequest):
+        values = msgspec.structs.asdict(req)
+        for field, (rule, why) in TOP_RULES.items():
+            if values[field] is UNSET or values[field] is None:
+                continue
+            if rule == "refuse":
+                raise refused(field, why)
+            setattr(req, field, UNSET)
     for i, message in enumerate(req.messages):
         if message.content == "" and message.role != "system":
             raise Refusal(Reason.invalid_field, f"Missing required parameter: messages[{i}].content",
@@ -306,8 +310,7 @@ def _apply_rules(req: Union[MessagesRequest, CountTokensRequest]) -> None:
             where = f"messages[{i}].content[{j}]"
             if isinstance(block, (ContainerUpload, ToolAddition, ToolRemoval)):
                 raise refused(where, BLOCK_RULES[block_type(block)])
-            source = getattr(block, "source", None)
-            if isinstance(source, FileSource):
+            if isinstance(block, (ImageBlock, DocumentBlock)) and isinstance(block.source, FileSource):
                 raise refused(f"{where}.source.file_id", BLOCK_RULES["file"])
             if message.role == "system" and not isinstance(block, TextBlock):
                 raise Refusal(Reason.invalid_field, f"Invalid value at {where}: a system message holds text blocks",

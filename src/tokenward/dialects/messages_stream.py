@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..wire.chunks import Chunk
-from .chat_answer import as_chunk
+from .chat_answer import StreamChoice, as_chunk
 from .common import encode, new_id, sse
 from .envelopes import anthropic_error_type
 from .messages_schema import Parsed
@@ -73,7 +73,7 @@ class MessagesStream:
                     out.append(self._call(call))
             if choice.finish_reason is not None:
                 self._finish_reason = choice.finish_reason
-                self._stop_reason = getattr(choice, "stop_reason", None)
+                self._stop_reason = choice.stop_reason if isinstance(choice, StreamChoice) else None
         return b"".join(out)
 
     def _open_block(self, kind: str, block: dict[str, Any]) -> bytes:

@@ -33,6 +33,7 @@ from .messages_blocks import (
     UrlSource,
 )
 from .messages_schema import (
+    MessagesRequest,
     ChoiceAny,
     ChoiceAuto,
     ChoiceNone,
@@ -57,9 +58,9 @@ def unsupported(parsed: Parsed) -> list[Unsupported]:
            for kind in parsed.server_tools]
     if req.mcp_servers:
         out.append(Unsupported("mcp_servers", f"MCP servers are called by the server: {_NATIVE} call them"))
-    if getattr(req, "container", None) not in (UNSET, None):
+    if isinstance(req, MessagesRequest) and req.container not in (UNSET, None):
         out.append(Unsupported("container", f"a container is kept by the server: {_NATIVE} use it"))
-    if getattr(req, "thread", None) not in (UNSET, None):
+    if isinstance(req, MessagesRequest) and req.thread not in (UNSET, None):
         out.append(Unsupported("thread", f"a thread is kept by the server: {_NATIVE} continue it"))
     for i, message in enumerate(req.messages):
         for j, block in enumerate(message.content if isinstance(message.content, list) else ()):
@@ -93,20 +94,8 @@ def chat_request(parsed: Parsed, checked: bool = False, native: bool = False,
         raise problems[0].refusal()
     req = parsed.request
     chat: dict[str, Any] = {"model": req.model, "messages": _messages(req, marks)}
-    max_tokens = getattr(req, "max_tokens", None)
-    if isinstance(max_tokens, int):
-        chat["max_tokens"] = max_tokens
-    for ours, theirs in (("stop_sequences", "stop"), ("temperature", "temperature"), ("top_p", "top_p"),
-                         ("top_k", "top_k")):
-        value = getattr(req, ours, UNSET)
-        if value is not UNSET:
-            chat[theirs] = value
-    metadata = getattr(req, "metadata", UNSET)
-    if metadata is not UNSET and isinstance(metadata.user_id, str):
-        chat["user"] = metadata.user_id
-    if getattr(req, "stream", False) is True:
-        chat["stream"] = True
-        chat["stream_options"] = {"include_usage": True}
+    if isinstance(req, MessagesRequest):    # (count_tokens has no output bound nor sampling)
+        _sampling(req, chat)
     if parsed.tools:
         places = {id(tool): i for i, tool in enumerate(parsed.all_tools)}
         chat["tools"] = [_mark(marks, {"type": "function", "function": _function(tool)},
@@ -114,6 +103,20 @@ def chat_request(parsed: Parsed, checked: bool = False, native: bool = False,
     _tool_choice(req.tool_choice, chat)
     _output(req, chat)
     return chat
+
+
+def _sampling(req: MessagesRequest, chat: dict[str, Any]) -> None:
+    chat["max_tokens"] = req.max_tokens
+    for value, theirs in ((req.stop_sequences, "stop"), (req.temperature, "temperature"), (req.top_p, "top_p"),
+                          (req.top_k, "top_k")):
+        if value is not UNSET:
+            chat[theirs] = value
+    metadata = req.metadata
+    if metadata is not UNSET and isinstance(metadata.user_id, str):
+        chat["user"] = metadata.user_id
+    if req.stream is True:
+        chat["stream"] = True
+        chat["stream_options"] = {"include_usage": True}
 
 
 def _output(req: Any, chat: dict[str, Any]) -> None:
@@ -147,7 +150,7 @@ def _tool_choice(choice: Any, chat: dict[str, Any]) -> None:
         chat["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
     elif isinstance(choice, ChoiceNone):
         chat["tool_choice"] = "none"
-    if getattr(choice, "disable_parallel_tool_use", None) is True:
+    if isinstance(choice, (ChoiceAuto, ChoiceAny, ChoiceTool)) and choice.disable_parallel_tool_use is True:
         chat["parallel_tool_calls"] = False
 
 
@@ -216,15 +219,16 @@ def _dropped(block: Any) -> bool:
     return block_type(block) in ("thinking", "redacted_thinking")
 
 
-def _document_parts(block: Any) -> list[dict[str, Any]]:
+def _document_parts(block: DocumentBlock | SearchResultBlock) -> list[dict[str, Any]]:
     """A document or a search result as chat parts: its title and context as text, then its
     content (text, images, a PDF as a file part validation reads)."""
     parts: list[dict[str, Any]] = []
-    for name in ("title", "context", "source"):
-        value = getattr(block, name, None)
-        if isinstance(value, str) and value:
-            parts.append({"type": "text", "text": value})
-    source = getattr(block, "source", None)
+    if isinstance(block, SearchResultBlock):
+        heads: tuple[object, ...] = (block.title, block.source)
+    else:
+        heads = (block.title, block.context)
+    parts.extend({"type": "text", "text": value} for value in heads if isinstance(value, str) and value)
+    source = block.source
     if isinstance(block, SearchResultBlock):
         parts.extend({"type": "text", "text": inner.text} for inner in block.content)
     elif isinstance(source, PlainTextSource):
@@ -313,7 +317,8 @@ def usage_object(usage: object, input_tokens: int = 0) -> dict[str, Any]:
 
 def stop_of(parsed: Parsed, finish_reason: str | None, stop_reason: object) -> tuple[str, str | None]:
     """(stop_reason, stop_sequence): vLLM names the stop string that ended the answer."""
-    sequences = getattr(parsed.request, "stop_sequences", UNSET)
+    req = parsed.request
+    sequences = req.stop_sequences if isinstance(req, MessagesRequest) else UNSET
     if finish_reason == "stop" and isinstance(stop_reason, str) and sequences is not UNSET \
             and stop_reason in sequences:
         return "stop_sequence", stop_reason

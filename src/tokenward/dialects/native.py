@@ -102,6 +102,23 @@ _MESSAGES_DELTAS = {"text_delta": ("text", False), "input_json_delta": ("partial
                     "thinking_delta": ("thinking", False)}
 
 
+_DELTA_MARKS = (b'"response.output_text.delta"', b'"response.function_call_arguments.delta"',
+                b'"content_block_delta"', b'"response.reasoning_text.delta"', b'"response.reasoning_summary_text.delta"',
+                b'"response.refusal.delta"', b'"response.custom_tool_call_input.delta"')
+
+
+def is_delta(data: bytes) -> bool:
+    """Whether an event's data is a delta that carries no usage: its text need not be read
+    unless the stream ends without the upstream's final count (a cheap look at the bytes;
+    an event that names ``usage`` anywhere is always read)."""
+    if b'"usage"' in data:
+        return False
+    for mark in _DELTA_MARKS:
+        if mark in data:
+            return True
+    return False
+
+
 def text_delta(data: dict[str, Any]) -> tuple[tuple[Any, ...], str, bool] | None:
     """(slot key, text, whether it is a tool's input) of an event that carries a piece of
     generated text (an answer's text, a tool call's arguments, thinking), else None."""

@@ -5,8 +5,7 @@ The budget code already writes OpenAI's headers (``x-ratelimit-limit-tokens``,
 what ``/v1/responses`` sends, unchanged. ``/v1/messages`` sends Anthropic's instead:
 ``anthropic-ratelimit-{requests,tokens}-{limit,remaining,reset}``, the reset an RFC 3339
 time (when the bucket is full again), and ``retry-after`` in whole seconds, which both
-SDKs honour. ``anthropic_from_openai`` rewrites one into the other; ``Levels`` builds
-either from numbers.
+SDKs honour. ``anthropic_from_openai`` rewrites one into the other.
 """
 
 from __future__ import annotations
@@ -15,22 +14,9 @@ import re
 from datetime import datetime, timezone
 from functools import lru_cache
 
-import msgspec
-
 Headers = list[tuple[bytes, bytes]]
 _PREFIX = b"x-ratelimit-"
 _DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m(?!s))?(?:(\d+(?:\.\d+)?)s)?(?:(\d+)ms)?$")
-
-
-class Levels(msgspec.Struct, frozen=True, kw_only=True):
-    """One caller's levels: limits, what is left, milliseconds until full (None: no such limit)."""
-
-    requests_limit: int | None = None
-    requests_remaining: int | None = None
-    requests_reset_ms: int | None = None
-    tokens_limit: int | None = None
-    tokens_remaining: int | None = None
-    tokens_reset_ms: int | None = None
 
 
 @lru_cache(maxsize=4096)   # resets repeat: a few hundred distinct texts a minute
@@ -65,35 +51,6 @@ def rfc3339(now: float, after_ms: int) -> str:
 @lru_cache(maxsize=1024)
 def _second(at: int) -> str:
     return datetime.fromtimestamp(at, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def openai_headers(levels: Levels) -> Headers:
-    """``x-ratelimit-*`` headers for ``/v1/responses`` (and chat)."""
-    out: Headers = []
-    for what in ("requests", "tokens"):
-        limit, remaining, reset = (getattr(levels, f"{what}_{part}") for part in ("limit", "remaining", "reset_ms"))
-        if limit is not None:
-            out.append((b"x-ratelimit-limit-" + what.encode(), b"%d" % limit))
-        if remaining is not None:
-            out.append((b"x-ratelimit-remaining-" + what.encode(), b"%d" % remaining))
-        if reset is not None:
-            out.append((b"x-ratelimit-reset-" + what.encode(), format_duration(reset).encode()))
-    return out
-
-
-def anthropic_headers(levels: Levels, now: float) -> Headers:
-    """``anthropic-ratelimit-*`` headers for ``/v1/messages``."""
-    out: Headers = []
-    for what in ("requests", "tokens"):
-        limit, remaining, reset = (getattr(levels, f"{what}_{part}") for part in ("limit", "remaining", "reset_ms"))
-        name = b"anthropic-ratelimit-" + what.encode()
-        if limit is not None:
-            out.append((name + b"-limit", b"%d" % limit))
-        if remaining is not None:
-            out.append((name + b"-remaining", b"%d" % remaining))
-        if reset is not None:
-            out.append((name + b"-reset", rfc3339(now, reset).encode()))
-    return out
 
 
 def anthropic_from_openai(headers: Headers, now: float) -> Headers:

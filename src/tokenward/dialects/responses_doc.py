@@ -16,28 +16,34 @@ import msgspec
 from msgspec import UNSET
 
 from .common import encode
-from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, Piece, ReplacingPiece
+from ..validation.texts import Piece
+from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, ReplacingPiece
 from .messages_doc import Decisions
+from .responses_items import (
+    ContainerFileCitation,
+    FileCitation,
+    UrlCitation,
+    CompactionItem,
+    CustomToolCallItem,
+    CustomToolCallOutputItem,
+    FunctionCallItem,
+    FunctionCallOutputItem,
+    InputFile,
+    InputText,
+    ItemReference,
+    MessageItem,
+    OutputText,
+    ReasoningItem,
+    RefusalContent,
+)
 from .responses_schema import (
     AdditionalToolsItem,
     AllowedToolsChoice,
     CustomGrammarFormat,
     CustomTool,
     NamespaceTool,
-    CompactionItem,
-    CustomToolCallItem,
-    CustomToolCallOutputItem,
-    FunctionCallItem,
-    FunctionCallOutputItem,
     FunctionTool,
-    InputFile,
-    InputText,
-    ItemReference,
-    MessageItem,
-    OutputText,
     Parsed,
-    ReasoningItem,
-    RefusalContent,
     TextFormatJsonSchema,
 )
 
@@ -114,8 +120,11 @@ def _message(item: MessageItem, doc: Document) -> None:
             doc.text(part, "refusal", part.refusal)
         elif isinstance(part, OutputText):
             for annotation in part.annotations or ():
-                for name in ("title", "url", "filename"):
-                    doc.text(annotation, name, getattr(annotation, name, None), TOOL_OUTPUT, outside=True)
+                if isinstance(annotation, UrlCitation):
+                    doc.text(annotation, "title", annotation.title, TOOL_OUTPUT, outside=True)
+                    doc.text(annotation, "url", annotation.url, TOOL_OUTPUT, outside=True)
+                elif isinstance(annotation, (FileCitation, ContainerFileCitation)):
+                    doc.text(annotation, "filename", annotation.filename, TOOL_OUTPUT, outside=True)
         elif isinstance(part, InputFile):
             doc.text(part, "filename", part.filename, METADATA, outside=True)
             if isinstance(part.file_data, str):
@@ -145,13 +154,13 @@ def _output(item: Any, doc: Document) -> None:
 
 def _settings(parsed: Parsed, doc: Document) -> None:
     req = parsed.request
-    for name in ("metadata", "client_metadata"):
-        values = getattr(req, name)
+    for values in (req.metadata, req.client_metadata):
         if isinstance(values, dict):
             for key, value in values.items():
                 doc.text(values, key, value, METADATA, outside=True)
-    for name in ("user", "safety_identifier", "prompt_cache_key"):
-        doc.text(req, name, getattr(req, name), METADATA, outside=True)
+    doc.text(req, "user", req.user, METADATA, outside=True)
+    doc.text(req, "safety_identifier", req.safety_identifier, METADATA, outside=True)
+    doc.text(req, "prompt_cache_key", req.prompt_cache_key, METADATA, outside=True)
     text = req.text
     if text not in (UNSET, None) and isinstance(text.format, TextFormatJsonSchema):
         doc.json(text.format, "schema", text.format.schema)
@@ -165,8 +174,8 @@ def _settings(parsed: Parsed, doc: Document) -> None:
     prompt = req.prompt
     if prompt not in (UNSET, None):
         doc.stateful = True     # a prompt template kept at the upstream
-        for key, value in (prompt.variables or {}).items():
-            doc.json(prompt.variables, key, value, outside=True)
+        for name, variable in (prompt.variables or {}).items():
+            doc.json(prompt.variables, name, variable, outside=True)
     if isinstance(req.previous_response_id, str) or req.conversation not in (UNSET, None):
         doc.stateful = True
     if req.background is True or req.store is True:

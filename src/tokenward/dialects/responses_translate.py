@@ -13,31 +13,34 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 from msgspec import UNSET
 
 from ..errors import Reason, Refusal
 from . import chat_answer
 from .common import Unsupported, encode, new_id
-from .responses_schema import (
-    AllowedToolsChoice,
-    CustomGrammarFormat,
-    CustomTool,
-    FlatTool,
+from .responses_items import (
     CompactionItem,
-    CustomChoice,
     CustomToolCallItem,
     CustomToolCallOutputItem,
     FunctionCallItem,
     FunctionCallOutputItem,
-    FunctionChoice,
     InputFile,
     InputImage,
     InputText,
     ItemReference,
     MessageItem,
     OutputText,
-    Parsed,
     RefusalContent,
+)
+from .responses_schema import (
+    AllowedToolsChoice,
+    CustomGrammarFormat,
+    CustomTool,
+    FlatTool,
+    CustomChoice,
+    FunctionChoice,
+    Parsed,
     TextFormatJsonObject,
     TextFormatJsonSchema,
     allowed_names,
@@ -89,7 +92,8 @@ def _unsupported_items(parsed: Parsed) -> list[Unsupported]:
             out.append(Unsupported(f"input[{i}]", f"a compaction item is context encrypted by the server: {_NATIVE} "
                                    "read it"))
             continue
-        parts = item.content if isinstance(item, MessageItem) else getattr(item, "output", "")
+        parts = (item.content if isinstance(item, MessageItem) else item.output
+                 if isinstance(item, (FunctionCallOutputItem, CustomToolCallOutputItem)) else "")
         for j, part in enumerate(parts if isinstance(parts, list) else ()):
             if isinstance(part, (InputImage, InputFile)) and isinstance(part.file_id, str):
                 out.append(Unsupported(f"input[{i}].content[{j}].file_id",
@@ -121,8 +125,9 @@ def chat_request(parsed: Parsed, checked: bool = False, native: bool = False,
     chat: dict[str, Any] = {"model": req.model, "messages": _messages(parsed, marks)}
     if isinstance(req.max_output_tokens, int):
         chat["max_tokens"] = req.max_output_tokens
-    for name in ("temperature", "top_p", "parallel_tool_calls", "user", "safety_identifier", "prompt_cache_key"):
-        value = getattr(req, name)
+    for name, value in (("temperature", req.temperature), ("top_p", req.top_p),
+                        ("parallel_tool_calls", req.parallel_tool_calls), ("user", req.user),
+                        ("safety_identifier", req.safety_identifier), ("prompt_cache_key", req.prompt_cache_key)):
         if value is not UNSET and value is not None:
             chat[name] = value
     if req.stream is True:
@@ -143,7 +148,9 @@ def chat_request(parsed: Parsed, checked: bool = False, native: bool = False,
 
 
 def _present(struct: Any, names: tuple[str, ...]) -> dict[str, Any]:
-    return {n: getattr(struct, n) for n in names if getattr(struct, n) not in (UNSET, None)}
+    """The fields ``names`` of ``struct`` that are set."""
+    values = msgspec.structs.asdict(struct)
+    return {n: values[n] for n in names if values[n] is not UNSET and values[n] is not None}
 
 
 def _tools(parsed: Parsed, chat: dict[str, Any], native: bool, marks: dict[int, str] | None = None) -> None:

@@ -17,16 +17,15 @@ from ..errors import Reason, Refusal
 from ..http.asgi import Receive, Scope, Send
 from ..http.bodies import read_bounded
 from ..http.responses import JSON
-from ..pipeline.context import RequestContext
+from ..pipeline.context import RequestContext, required
 from ..pipeline.lifecycle import State
 from ..pipeline.outbound import Outbound
 from .book import JobBook
 from .terms import decode_request, well_formed
+from ..wire.codec import json_encode as _encode
 
 PREFIX = "/v1/jobs"
 MAX_BODY = 16_384
-_encode = msgspec.json.encode
-
 
 class JobsApi:
     def __init__(self, book: JobBook, identity: Any, finish: Callable[[RequestContext], None]) -> None:
@@ -69,7 +68,8 @@ class JobsApi:
         refused = await self.identity.admit(ctx)
         if refused is not None:
             return refused.status, refused
-        tenant = ctx.principal.tenant
+        principal = required(ctx.principal, "principal")
+        tenant = principal.tenant
         # a job id from the path, recorded only in a job id's shape: the path is the client's
         # to fill, and the record keeps no value of it (observe/routes.py)
         ctx.note("job", job_id if job_id is None or well_formed(job_id) else "malformed")
@@ -92,7 +92,7 @@ class JobsApi:
             return 400, Refusal(reason, f"invalid job: {exc}")
         except msgspec.DecodeError as exc:
             return 400, Refusal(Reason.invalid_json, f"the body is not JSON: {exc}")
-        created = await self.book.create(tenant, ctx.principal.plan, request)
+        created = await self.book.create(tenant, required(ctx.principal, "principal").plan, request)
         if isinstance(created, Refusal):
             return created.status, created
         ctx.note("job", created.id)

@@ -59,7 +59,7 @@ class GatewayMetrics:
         # (tenant, key id) -> [tokens charged, micro-USD charged], at settle
         self.key_spend: dict[tuple[str, str], list[int]] = {}
         self.tokens: dict[tuple[str, str, str], int] = defaultdict(int)
-        # (upstream, dimension) -> usage reports clamped to the request's bounds (reconcile/bounds.py)
+        # (upstream, dimension) -> usage reports clamped to the request's bounds (pipeline/bounds.py)
         self.usage_clamped: dict[tuple[str, str], int] = defaultdict(int)
         self.open_streams: dict[str, int] = defaultdict(int)
         # (kind, detector, outcome, shadow) -> count; (kind, detector) -> score bucket counts + sum

@@ -1,25 +1,35 @@
 """One request's context: what arrived, and each stage's typed result once it has run.
 
-Stages write only their own slot (identity -> ``principal``, entitlement ->
-``entitlement``, validation -> ``request``, work -> ``work``, admission ->
-``reservation``, screening -> ``screening``) and read the
-slots of the stages before them.
+Each slot is written by the stage that owns it and read by the stages after it: the edge
+and the dialect stage ``route`` (pipeline/route.py), identity ``principal``, entitlement
+``entitlement`` (the control stage may narrow it through ``Entitlement.narrowed``),
+validation ``request`` (with ``model`` and ``stream``), work ``work``, admission
+``reservation`` (its ``record``, the decision record's ``notes.budget``) and ``job``,
+screening ``screening``, the cache stage ``cache``; the runner ``outbound``. A slot is
+None until its stage ran (or where the stage is not in the pipeline).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..config.schema import PlanConfig
 from ..errors import Refusal
+from ..http.asgi import Receive, Send
 from ..reconcile.usage import UNKNOWN, Usage
+from ..validation.result import NormalizedRequest
 from ..wire.request_body import RequestBody
 from .lifecycle import Lifecycle
-from .results import Work
+from .results import Entitlement, JobTicket, Principal, Reservation, Screening, Work
 
 if TYPE_CHECKING:
     from .disconnect import DisconnectWatch
+    from .outbound import Outbound, ResponseTransform
+    from .route import Route
 
-Receive = Callable[[], Awaitable[dict[str, Any]]]
+T = TypeVar("T")
+DEFAULT_PLAN = PlanConfig()
+_features_cache: dict[tuple[str, ...], frozenset[str]] = {}
 Header = tuple[bytes, bytes]
 
 
@@ -34,7 +44,7 @@ class RequestContext:
     )
 
     def __init__(self, request_id: str, method: str, path: str, headers: list[Header],
-                 receive: Receive, send: Any, started_ns: int) -> None:
+                 receive: Receive, send: Send, started_ns: int) -> None:
         self.request_id = request_id
         self.method = method
         self.path = path
@@ -43,18 +53,18 @@ class RequestContext:
         self.send = send
         self.started_ns = started_ns
         self.lifecycle = Lifecycle()
-        self.route: Any = None
+        self.route: Route | None = None
         # The body's bytes and every view decoded from them, once per version
         # (wire/request_body.py); ``body`` reads and replaces its bytes.
         self.parsed = RequestBody()
         self.model: str | None = None
         self.stream = False
-        self.principal: Any = None
-        self.entitlement: Any = None
-        self.request: Any = None
+        self.principal: Principal | None = None
+        self.entitlement: Entitlement | None = None
+        self.request: NormalizedRequest | None = None
         self.work: Work | None = None
-        self.reservation: Any = None
-        self.screening: Any = None
+        self.reservation: Reservation | None = None
+        self.screening: Screening | None = None
         self.timings: list[tuple[str, int]] = []
         # Extra headers for an admitted response (rate-limit headers and the like).
         self.response_headers: list[Header] = []
@@ -68,15 +78,46 @@ class RequestContext:
         self.disconnect: DisconnectWatch | None = None
         # Response transforms stages register while admitting (pipeline/outbound.py), in
         # stage order; the runner applies them newest first on the way out.
-        self.transforms: list[Any] | None = None
+        self.transforms: list[ResponseTransform] | None = None
         # The way out, built by the runner once the stages are through: every byte of the
         # answer passes it (forwarder, an answering stage).
-        self.outbound: Any = None
+        self.outbound: Outbound | None = None
         self.answered_by: str | None = None  # the stage that answered the request itself
-        self.cache: Any = None  # a cache miss's pending capture, stored when the answer completes
+        # a cache miss's capture (one of the transforms), stored when the answer completes
+        self.cache: ResponseTransform | None = None
         # The agent job the request runs in (jobs/runs.py JobRun), set by admission; the
         # forwarder asks it right before dispatch.
-        self.job: Any = None
+        self.job: JobTicket | None = None
+
+    @property
+    def plan(self) -> PlanConfig:
+        """The plan that governs the request: the entitlement's (a control may have narrowed
+        it), else the caller's, else the defaults (a route no identity guards)."""
+        entitlement = self.entitlement
+        if entitlement is not None:
+            return entitlement.plan
+        principal = self.principal
+        return principal.plan if principal is not None else DEFAULT_PLAN
+
+    def features(self, plan: PlanConfig) -> frozenset[str]:
+        """The enabled features: the entitlement's set when it decided one, else the plan's."""
+        entitlement = self.entitlement
+        if entitlement is not None and entitlement.features:
+            return entitlement.features
+        features = _features_cache.get(plan.features)
+        if features is None:
+            features = frozenset(plan.features)
+            if len(_features_cache) < 1024:
+                _features_cache[plan.features] = features
+        return features
+
+    @property
+    def out(self) -> Outbound:
+        """The way out, once the runner built it (every exit after the stages)."""
+        outbound = self.outbound
+        if outbound is None:
+            raise RuntimeError("the request has no way out yet: the runner builds it before the forward step")
+        return outbound
 
     @property
     def body(self) -> bytes:
@@ -86,7 +127,7 @@ class RequestContext:
     def body(self, raw: bytes) -> None:
         self.parsed.replace(raw)
 
-    def add_transform(self, transform: Any) -> None:
+    def add_transform(self, transform: ResponseTransform) -> None:
         if self.transforms is None:
             self.transforms = []
         self.transforms.append(transform)
@@ -110,3 +151,11 @@ class RequestContext:
         if self.notes is None:
             self.notes = {}
         self.notes[key] = value
+
+
+def required(value: T | None, slot: str) -> T:
+    """A slot a stage needs: its value, or an error naming the stage that did not run
+    before it (the assembly refuses such an order: stages/order.py)."""
+    if value is None:
+        raise RuntimeError(f"ctx.{slot} is not set: the stage that writes it did not run before this one")
+    return value

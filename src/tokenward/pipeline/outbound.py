@@ -16,17 +16,14 @@ held back (the start of a placeholder, say) comes out there, before ``[DONE]``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..errors import Refusal, refusal_body
+from ..http.asgi import Send
 from ..http.responses import JSON, reason_header, send_bytes, sse_error_event
 
 if TYPE_CHECKING:
     from ..wire.sse import SseEvent
-    from .context import RequestContext
-    from .stage import Exit
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ResponseTransform(Protocol):
@@ -39,13 +36,10 @@ class ResponseTransform(Protocol):
     def finish(self) -> list[SseEvent]:
         """The stream ended: whatever was held back, as events."""
 
-
-class Answer(Protocol):
-    """What a stage returns to answer the request itself (a cache hit). The runner unwinds
-    what the stages before it took, as for a refusal, then calls ``deliver``."""
-
-    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
-        ...
+    def close(self, tail: bytes) -> bytes:
+        """The stream's last bytes (a usage chunk and ``[DONE]``, or an error event): a
+        transform that writes a stream's end in another shape (a dialect's closing events)
+        rewrites them; ``EditsText`` and the others return them as they are."""
 
 
 class Outbound:
@@ -101,10 +95,7 @@ class Outbound:
                 flushed = outer.events(flushed)
             held += flushed
         for transform in transforms:
-            # a transform that writes the stream's end itself (a dialect's closing events)
-            close = getattr(transform, "close", None)
-            if close is not None:
-                tail = close(tail)
+            tail = transform.close(tail)    # a dialect writes the stream's end itself
         if held:
             tail = b"".join([e.raw for e in held]) + tail
         await self._send({"type": "http.response.body", "body": tail, "more_body": False})

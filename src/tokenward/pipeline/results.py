@@ -5,12 +5,15 @@ Frozen, so a later stage can read but never alter what an earlier one decided.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Protocol
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from ..config.key_limits import KeyLimits
 from ..config.schema import PlanConfig
+from ..pii.spans import Span as Found
+from ..validation.texts import Span, TextUnit, texts_of
 
 
 class Principal(msgspec.Struct, frozen=True):
@@ -34,6 +37,11 @@ class Entitlement(msgspec.Struct, frozen=True):
     system_prompt: str | None = None  # server-side prompt that replaces the caller's, if any
     features: frozenset[str] = frozenset()
 
+    def with_max_output(self, cap: int) -> Entitlement:
+        """The same entitlement with the output bound lowered to ``cap`` (an operator's or
+        an abuse action's restriction: the control stage)."""
+        return msgspec.structs.replace(self, plan=msgspec.structs.replace(self.plan, max_output_tokens=cap))
+
 
 class Work(msgspec.Struct, frozen=True):
     """What the request may cost at worst (work stage): the admission stage reserves this."""
@@ -49,6 +57,26 @@ class Work(msgspec.Struct, frozen=True):
     stateful: bool = False            # the prompt side is the context limit (pipeline/route.py)
 
 
+class BudgetRecord(msgspec.Struct, kw_only=True):
+    """Admission's account of one request: what it estimated and reserved, against which
+    limits, and, once settled, what was charged (the decision record's ``notes.budget``;
+    outside checks read ``actual``). Written by the admission stage only; fields not known
+    yet are left out of the record."""
+
+    estimated_input: int
+    reserved: int
+    reserved_cost: int
+    limits: tuple[str, ...]
+    store: str
+    shadow_would_reject: Any = UNSET
+    stateful_prompt: int | UnsetType = UNSET   # a stateful request's prompt, reserved at the context limit
+    refused_by: str | UnsetType = UNSET
+    job: str | UnsetType = UNSET
+    actual: int | None | UnsetType = UNSET     # None: charged in full, the usage being unknown
+    refunded: int | UnsetType = UNSET
+    settle: str | UnsetType = UNSET
+
+
 class Reservation(msgspec.Struct, frozen=True):
     """What the admission stage took, to give back or settle exactly once."""
 
@@ -58,3 +86,33 @@ class Reservation(msgspec.Struct, frozen=True):
     cost_units: int = 0
     stream_slot: bool = False
     limits: tuple[str, ...] = ()
+    record: BudgetRecord | None = None
+
+
+class Screening:
+    """The screening stage's result (``ctx.screening``): what the transform stage acts on
+    (restrict, the spans to mask, the output finder), and the record (scores, counts)."""
+
+    __slots__ = ("record", "restrict", "units", "texts", "pii_spans", "pii_mode", "pii_detector", "output_find")
+
+    def __init__(self, units: list[TextUnit]) -> None:
+        self.record: dict[str, Any] = {}
+        self.restrict = False
+        self.units = units              # where each text sits, for masking (validation/texts.py)
+        self.texts = texts_of(units)    # what the screeners read: units[i].text
+        self.pii_spans: list[Span] | None = None   # to mask (redact / tokenize)
+        self.pii_mode: str | None = None
+        self.pii_detector: str | None = None
+        # the answer's own personal data is redacted with this: text -> [(start, end, ENTITY)]
+        self.output_find: Callable[[str], list[Found]] | None = None
+
+    @property
+    def rewrites(self) -> bool:
+        return self.restrict or self.pii_spans is not None
+
+
+class JobTicket(Protocol):
+    """A request's place in an agent job (jobs/runs.py ``JobRun``): the forward step asks
+    it right before dispatch, and it refuses if the job can take no more work."""
+
+    async def dispatch(self) -> None: ...

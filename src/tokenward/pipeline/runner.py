@@ -28,8 +28,8 @@ from ..errors import Reason, Refusal
 from ..reconcile.usage import NOTHING_USED, Usage
 from .context import RequestContext
 from .lifecycle import State
-from .outbound import Answer, Outbound
-from .stage import Exit, ExitKind, Stage
+from .outbound import Outbound
+from .stage import Answer, Exit, ExitKind, Stage
 
 log = logging.getLogger("tokenward.runner")
 
@@ -41,7 +41,7 @@ Finish = Callable[[RequestContext], None]
 class Runner:
     def __init__(self, stages: Sequence[Stage], forward: Forward, finish: Finish,
                  routes: dict[str, Forward] | None = None) -> None:
-        self._stages = tuple((stage, stage.name, stage.holds, getattr(stage, "on_routes", None)) for stage in stages)
+        self._stages = tuple((stage, stage.name, stage.holds, stage.on_routes) for stage in stages)
         self._forward = forward
         # routes answered by the gateway itself after admission (path -> handler), not forwarded
         self._routes = routes or {}

@@ -12,34 +12,39 @@ pii/presidio.py). Any of them may be replaced by ``python:module:factory``.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Sequence
 
+from ..memos import MIN_CHARS, TextMemo
+from ..pii.spans import Span as Found
 from .screener import Screener, ScreenResult, Span, Threaded, load
 
+if TYPE_CHECKING:
+    from ..config.content import InjectionScreening
 
-class _PerText:
-    """What a detector found in one text, remembered: a conversation sends its system prompt
-    and its history again every turn, and a built-in detector's findings depend on the text
-    alone. Keyed by (hash, length), never the text (Python's per-process keyed SipHash, as
-    the token counters' cache); short texts are cheap enough to read again."""
+# one signal an injection detector found in a text: (start, end, signal name)
+Signal = tuple[int, int, str]
 
-    MIN_CHARS, ENTRIES = 64, 8192
 
-    def __init__(self, read) -> None:
-        self._read = read
-        self._seen: dict[tuple[int, int], Any] = {}
+class InjectionDetector(Protocol):
+    """The built-in injection detectors (injection.py, tool_output.py)."""
 
-    def __call__(self, text: str):
-        if len(text) < self.MIN_CHARS:
-            return self._read(text)
-        key = (hash(text), len(text))
-        found = self._seen.get(key)
-        if found is None:
-            found = self._read(text)
-            if len(self._seen) >= self.ENTRIES:
-                del self._seen[next(iter(self._seen))]   # oldest first
-            self._seen[key] = found
-        return found
+    name: str
+
+    def score(self, texts: Sequence[str]) -> tuple[float, list[tuple[int, int, int, str]]]:
+        """(score, [(text index, start, end, signal)])."""
+        ...
+
+    def signals(self, text: str) -> tuple[Signal, ...]:
+        """One text's signals, with no score: what a request's score is combined from."""
+        ...
+
+
+class PiiDetector(Protocol):
+    """The personal-data detectors (pii/patterns.py, pii/presidio.py)."""
+
+    name: str
+
+    def find(self, text: str) -> list[Found]: ...
 
 
 class InjectionScreener:
@@ -47,18 +52,18 @@ class InjectionScreener:
     each text read once (remembered), the score combined over the request's distinct signals
     as the detector does (``1 - exp(-sum of their weights)``)."""
 
-    def __init__(self, detector, weights: dict[str, tuple[float, str]]) -> None:
+    def __init__(self, detector: InjectionDetector, weights: dict[str, tuple[float, str]]) -> None:
         self.detector = detector
         self.name = detector.name
         self._weights = weights
-        signals = getattr(detector, "signals", None)     # one text's signals, without a score per text
-        if signals is None:
-            signals = lambda text: tuple((a, b, n) for _, a, b, n in detector.score([text])[1])  # noqa: E731
+        signals = detector.signals
         self._read = signals
-        self._signals = _PerText(signals)
+        # what a detector found in one text depends on the text alone, and a conversation sends
+        # its system prompt and history again every turn: remembered, per tenant (memos.py)
+        self._signals = TextMemo(signals).get
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        signals, direct, short = self._signals, self._read, _PerText.MIN_CHARS
+        signals, direct, short = self._signals, self._read, MIN_CHARS
         spans = [Span(i, a, b, name) for i, text in enumerate(texts) if text
                  for a, b, name in (direct(text) if len(text) < short else signals(text))]
         if not spans:
@@ -70,14 +75,15 @@ class InjectionScreener:
 class PiiScreener:
     """A detector with ``find(text) -> [(start, end, ENTITY)]``: score 1 when anything is found."""
 
-    def __init__(self, detector, remember: bool = True) -> None:
+    def __init__(self, detector: PiiDetector, remember: bool = True) -> None:
         self.detector = detector
         self.name = detector.name
         self._direct = detector.find
-        self._find = _PerText(lambda text: tuple(detector.find(text))) if remember else detector.find
+        self._find: Callable[[str], Sequence[Found]] = (
+            TextMemo(lambda text: tuple(detector.find(text))).get if remember else detector.find)
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
-        find, direct, short = self._find, self._direct, _PerText.MIN_CHARS
+        find, direct, short = self._find, self._direct, MIN_CHARS
         spans = [Span(i, start, end, label) for i, text in enumerate(texts)
                  for start, end, label in (direct(text) if len(text) < short else find(text))]
         return ScreenResult(1.0 if spans else 0.0, spans)
@@ -96,9 +102,9 @@ def _tool_output() -> Screener:
 
 
 def _classifier() -> Screener:
-    from .classifier import ClassifierInjection
+    from .classifier import ClassifierInjection, shared_encoder
 
-    return ClassifierInjection()
+    return ClassifierInjection(encoder=shared_encoder())
 
 
 def _patterns(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:
@@ -122,7 +128,7 @@ INJECTION = {"heuristic": _heuristic, "tool_output": _tool_output, "classifier":
 PII = {"patterns": _patterns, "presidio": _presidio}
 
 
-def injection_screener(spec: str, cfg: Any = None) -> Screener:
+def injection_screener(spec: str, cfg: InjectionScreening | None = None) -> Screener:
     """The policy's injection screener: ``spec`` (a name or ``python:module:factory``), or,
     when the policy (``cfg``, config.content.InjectionScreening) names ``detectors``, all of
     them combined (screening/combined.py). ``http`` takes its settings from ``cfg.http``."""
@@ -135,7 +141,7 @@ def injection_screener(spec: str, cfg: Any = None) -> Screener:
     return _injection_one(spec, cfg)
 
 
-def _injection_one(spec: str, cfg: Any) -> Screener:
+def _injection_one(spec: str, cfg: InjectionScreening | None) -> Screener:
     if spec == "http":
         if cfg is None or cfg.http is None:
             raise ValueError("detector http needs an http: section (url, api, model)")

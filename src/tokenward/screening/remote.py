@@ -6,10 +6,12 @@ Why this shape:
 * **One call for many requests.** Texts screened at about the same time wait up to
   ``batch_window_ms`` (or until ``max_batch`` are pending) and go out in one request: a GPU
   classifies 32 texts in about the time of one, and the service sees far fewer calls.
-* **Verdicts cached** under HMAC-SHA256 of the text (a per-process random key, or the
-  value of ``TOKENWARD_CACHE_KEY`` when set), in a bounded LRU: a conversation resends its
-  system prompt and history every turn, and those are read once. Neither the text nor a
-  plain hash of it is kept.
+* **Verdicts cached** under HMAC-SHA256 of the tenant and the text (a per-process random
+  key, or the value of ``TOKENWARD_CACHE_KEY`` when set), in a bounded LRU: a conversation
+  resends its system prompt and history every turn, and those are read once. Per tenant
+  (memos.py): another tenant's text is never answered from the cache, nor joins a question
+  another tenant's request already asked; outside a request nothing is cached. Neither the
+  text nor a plain hash of it is kept.
 * **Long texts in windows** of ``max_chars`` (overlapping by an eighth), the score the
   maximum, so an instruction at the end of a long document is not cut off by the
   model's input limit.
@@ -27,10 +29,11 @@ import hashlib
 import hmac
 import os
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Awaitable, Sequence
 
 import msgspec
 
+from .. import memos
 from ..config.content import HttpDetector
 from .screener import ScreenResult, Span
 
@@ -48,10 +51,19 @@ class _Verdicts:
         self._entries, self._key = entries, key
         self._scores: OrderedDict[bytes, float] = OrderedDict()
 
-    def key(self, text: str) -> bytes:
-        return hmac.new(self._key, text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
+    def key(self, text: str) -> bytes | None:
+        """The text's key for the running request's tenant; None outside a request."""
+        tenant = memos.current()
+        if tenant is None:
+            return None
+        mac = hmac.new(self._key, tenant.encode("utf-8", "surrogatepass"), hashlib.sha256)
+        mac.update(b"\x00")   # no tenant name holds NUL: "ab" + "c" and "a" + "bc" differ
+        mac.update(text.encode("utf-8", "surrogatepass"))
+        return mac.digest()
 
-    def get(self, key: bytes) -> float | None:
+    def get(self, key: bytes | None) -> float | None:
+        if key is None:
+            return None
         score = self._scores.get(key)
         if score is not None:
             self._scores.move_to_end(key)
@@ -100,12 +112,13 @@ class RemoteInjection:
             self._headers.append((b"authorization", b"Bearer " + secret.encode()))
         key = os.environ.get("TOKENWARD_CACHE_KEY", "").encode() or os.urandom(32)
         self._verdicts = _Verdicts(cfg.cache_entries, key)
-        self._pending: list[tuple[str, asyncio.Future[float]]] = []
+        # (text, its key, the question): a key is one tenant's, so tenants never share a question
+        self._pending: list[tuple[str, bytes | None, asyncio.Future[float]]] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._calls: set[asyncio.Task] = set()            # in flight (a task nobody holds may be collected)
+        self._calls: set[asyncio.Task[None]] = set()           # in flight (a task nobody holds may be collected)
         self.calls = self.cache_hits = 0
 
-    def screen(self, texts: Sequence[str]) -> Any:
+    def screen(self, texts: Sequence[str]) -> Awaitable[ScreenResult]:
         return self._screen(list(texts))
 
     async def _screen(self, texts: list[str]) -> ScreenResult:
@@ -130,18 +143,19 @@ class RemoteInjection:
         spans = [Span(i, 0, len(text), self.name) for i, (text, s) in enumerate(zip(texts, scores)) if s >= THRESHOLD]
         return ScreenResult(round(max(scores, default=0.0), 4), spans)
 
-    def _ask(self, loop: asyncio.AbstractEventLoop, text: str, key: bytes) -> asyncio.Future[float]:
-        for queued, asked in self._pending:               # the same text twice in one window: one question
-            if queued == text and not asked.done():
-                return asked
+    def _ask(self, loop: asyncio.AbstractEventLoop, text: str, key: bytes | None) -> asyncio.Future[float]:
+        if key is not None:
+            for _, queued, asked in self._pending:        # the same text twice in one window: one question
+                if queued == key and not asked.done():
+                    return asked
         fut: asyncio.Future[float] = loop.create_future()
 
         def keep(f: asyncio.Future[float]) -> None:
-            if not f.cancelled() and f.exception() is None:
+            if key is not None and not f.cancelled() and f.exception() is None:
                 self._verdicts.put(key, f.result())
 
         fut.add_done_callback(keep)
-        self._pending.append((text, fut))
+        self._pending.append((text, key, fut))
         if len(self._pending) >= self.cfg.max_batch:
             self._flush()
         elif self._timer is None:
@@ -160,16 +174,16 @@ class RemoteInjection:
             self._calls.add(task)
             task.add_done_callback(self._calls.discard)
 
-    async def _call(self, batch: list[tuple[str, asyncio.Future[float]]]) -> None:
+    async def _call(self, batch: list[tuple[str, bytes | None, asyncio.Future[float]]]) -> None:
         self.calls += 1
         try:
-            scores = await self._classify([text for text, _ in batch])
+            scores = await self._classify([text for text, _, _ in batch])
         except Exception as exc:                          # every waiter fails; on_failure decides
-            for _, fut in batch:
+            for _, _, fut in batch:
                 if not fut.done():
                     fut.set_exception(exc if isinstance(exc, (BadAnswer, OSError)) else BadAnswer(type(exc).__name__))
             return
-        for (_, fut), score in zip(batch, scores):
+        for (_, _, fut), score in zip(batch, scores):
             if not fut.done():
                 fut.set_result(score)
 
@@ -193,12 +207,12 @@ class RemoteInjection:
         await self._pool.aclose()
 
 
-def _classify_scores(answer: dict, label_index: int) -> list[float]:
+def _classify_scores(answer: dict[str, Any], label_index: int) -> list[float]:
     rows = sorted(answer["data"], key=lambda row: row.get("index", 0))
     return [_unit(row["probs"][label_index]) for row in rows]
 
 
-def _moderation_scores(answer: dict, categories: tuple[str, ...] | None) -> list[float]:
+def _moderation_scores(answer: dict[str, Any], categories: tuple[str, ...] | None) -> list[float]:
     out = []
     for result in answer["results"]:
         scores = result.get("category_scores") or {}

@@ -78,9 +78,8 @@ def chat_tokens(req: Any, counter: Counter) -> int:
     for message in req.messages:
         kind = type(message)
         total += costs[kind] + _content_tokens(message.content, count)
-        name = getattr(message, "name", UNSET)
-        if name is not UNSET:
-            total += counter.name_overhead + count(name)
+        if kind is not ToolMessage and message.name is not UNSET:
+            total += counter.name_overhead + count(message.name)
         if kind is AssistantMessage:
             total += _assistant_extras(message, count)
         elif kind is ToolMessage:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .counters import Counter
+from .counters import Counter, HfCounter
 
 
 @dataclass(frozen=True)
@@ -61,9 +61,9 @@ def detect(counter: Counter) -> ChatTemplate | None:
     """The family a counter's vocabulary belongs to, from its special tokens."""
     if counter.kind == "tiktoken":
         return TEMPLATES["openai"]
-    tokenizer = getattr(counter, "tokenizer", None)
-    if tokenizer is None:
+    if not isinstance(counter, HfCounter):
         return None
+    tokenizer = counter.tokenizer
     for template in TEMPLATES.values():
         if template.marker and tokenizer.token_to_id(template.marker) is not None:
             return template

@@ -11,7 +11,7 @@ returns, so a client that goes away cancels the backend's work at once. Returns 
 - the request was written and the connection then failed: possibly consumed, its usage
   unknown (charged in full), or counted from what the stream delivered;
 - the backend answered an error status: it did no generation, refunded;
-- a whole answer larger than the request could justify (reconcile/bounds.py) is cut
+- a whole answer larger than the request could justify (pipeline/bounds.py) is cut
   unread: 502 ``upstream_error``, charged in full (nothing of it could be counted).
 
 Reported usage is clamped to what the request could use before anyone reads it. A client
@@ -34,9 +34,9 @@ import msgspec
 from ..config.schema import StreamConfig
 from ..errors import Reason, Refusal
 from ..observe.metrics import add_ns
-from ..pipeline.context import RequestContext
+from ..pipeline.context import RequestContext, required
 from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.bounds import answer_limit
+from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, from_reported
 from .backend_errors import backend_refusal
@@ -79,7 +79,7 @@ async def _answer_failure(ctx: RequestContext, target: Target, exc: UpstreamErro
         # Only a connection refused before any byte was written proves the backend never
         # saw the request; anything later may have started generation.
         usage = NOTHING_USED if isinstance(exc, UpstreamConnectError) else UNKNOWN
-    await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
+    await ctx.out.refusal(ctx.refused_by("forward", refusal))
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
 
 
@@ -89,7 +89,7 @@ async def _too_large(ctx: RequestContext, target: Target, exc: UpstreamTooLarge)
     failure_detail(ctx, target, exc)
     refusal = Refusal(Reason.upstream_error, f"the backend's answer is larger than this request allows "
                                              f"(request {ctx.request_id})")
-    await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
+    await ctx.out.refusal(ctx.refused_by("forward", refusal))
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, UNKNOWN)
 
 
@@ -155,7 +155,7 @@ class Forwarder:
             # raises the refusal when its agent job was cancelled or expired since admission;
             # records the dispatch (an abandoned reservation is then told apart: jobs/runs.py)
             await ctx.job.dispatch()
-        call = prepare(ctx, self.targets, ctx.route.upstream_path)
+        call = prepare(ctx, self.targets, required(ctx.route, "route").upstream_path)
         target = call.target
         headers = _upstream_headers(ctx, target)
         backends = target.backends
@@ -234,12 +234,12 @@ class Forwarder:
             usage = NOTHING_USED if not body.strip() else UNKNOWN
             what = "an empty body" if usage is NOTHING_USED else "a body that is not a JSON object"
             refusal = Refusal(Reason.upstream_error, f"the backend answered {resp.status} with {what}")
-            await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
+            await ctx.out.refusal(ctx.refused_by("forward", refusal))
             return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, usage)
         ctx.status = resp.status
         headers = [(b"content-type", resp.header(b"content-type") or b"application/json"),
                    (b"x-request-id", ctx.request_id.encode())]
-        await ctx.outbound.whole(resp.status, headers, body)
+        await ctx.out.whole(resp.status, headers, body)
         return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
     async def _relay_error(self, ctx: RequestContext, target: Target, resp: UpstreamResponse,
@@ -253,5 +253,5 @@ class Forwarder:
         refusal = backend_refusal(resp.status, body, resp.header(b"retry-after"),
                                   target.backend_model, ctx.model)
         ctx.usage = NOTHING_USED
-        await ctx.outbound.refusal(ctx.refused_by("forward", refusal))
+        await ctx.out.refusal(ctx.refused_by("forward", refusal))
         return Exit(ExitKind.COMPLETED, None, NOTHING_USED)

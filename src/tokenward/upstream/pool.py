@@ -36,6 +36,7 @@ from ..config.schema import UpstreamConfig
 from ..errors import Reason, Refusal
 from . import routing
 from .affinity import AffinityTable
+from .pool_status import PoolStatus, TargetStatus
 
 log = logging.getLogger("tokenward.upstream")
 
@@ -307,10 +308,10 @@ class BackendPool:
         for replica in self.replicas:
             yield replica.label, replica.admitted(now), replica.tokens
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> PoolStatus:
         """The status page's rows (control/status.py): the targets and their state here."""
         now = self._clock()
-        rows = []
+        rows: list[TargetStatus] = []
         for r in self.replicas:
             rows.append({"target": r.label, "up": r.admitted(now), "weight": r.weight,
                          "inflight_requests": r.requests, "inflight_tokens": r.tokens,
@@ -318,8 +319,8 @@ class BackendPool:
                          "ejected_for_s": round(max(0.0, r.ejected_until - now), 1), "ejections": r.ejections,
                          "failures_in_a_row": r.failures, "failed": r.failed_total, "last_failure": r.last_failure,
                          "probe": r.probe_detail, "sent": r.sent})
-        out: dict[str, Any] = {"routing": self.routing, "targets": rows, "saturated": self.saturated,
-                               "failovers": self.failovers, "waiting": len(self._waiting)}
+        out: PoolStatus = {"routing": self.routing, "targets": rows, "saturated": self.saturated,
+                           "failovers": self.failovers, "waiting": len(self._waiting)}
         table = self.affinity
         if table is not None:
             known = table.hits + table.moved

@@ -13,11 +13,9 @@ import msgspec
 
 from ..errors import Reason, Refusal
 from ..pipeline.context import RequestContext
+from ..pipeline.route import Checked
 from .targets import Target, TargetTable
-
-
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 
 class UpstreamCall:
@@ -31,26 +29,21 @@ class UpstreamCall:
         self.client_wants_usage = client_wants_usage
 
 
-def _include_usage(options: object) -> object:
-    """``stream_options.include_usage`` from a dict (a peeked body) or a typed StreamOptions."""
-    if isinstance(options, dict):
-        return options.get("include_usage")
-    return getattr(options, "include_usage", None)
-
-
 def _invalid_json(exc: Exception) -> Refusal:
     return Refusal(Reason.invalid_json, f"request body is not valid JSON: {exc}")
 
 
 def _peek_fields(ctx: RequestContext) -> tuple[object, object, object]:
+    """(model, stream, whether the client asked for usage in the stream)."""
     request = ctx.request
     if request is not None:   # validated: the typed body, no second parse
-        return request.model, request.stream, getattr(request.body, "stream_options", None)
+        return request.model, request.stream, request.include_usage
     # Not validated (a gateway built without that stage): the top-level members.
     members = _members(ctx)
     model, stream, options = members.get("model"), members.get("stream", False), members.get("stream_options")
     try:
-        return _value(model), _value(stream), _value(options)
+        options = _value(options)
+        return _value(model), _value(stream), isinstance(options, dict) and options.get("include_usage") is True
     except msgspec.DecodeError as exc:
         raise _invalid_json(exc) from None
 
@@ -72,6 +65,14 @@ def _members(ctx: RequestContext) -> dict[str, object]:
 
 
 def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> UpstreamCall:
+    call = _prepare(ctx, targets, upstream_path)
+    salt = call.target.salt
+    if salt is not None:   # the engine's prefix cache, per tenant (upstream/salt.py)
+        call.body = salt.apply(call.body, ctx)
+    return call
+
+
+def _prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> UpstreamCall:
     model, stream, options = _peek_fields(ctx)
     if not isinstance(model, str):
         raise Refusal(Reason.invalid_field, "model must be a string", param="model")
@@ -83,10 +84,13 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     ctx.model = model
     ctx.stream = stream
     route = ctx.route
-    native = route.render(ctx, target.backend_model if target.renames else None) if route is not None else None
+    native = None
+    if route is not None:
+        checked = Checked(ctx.request, ctx.screening, ctx.entitlement)
+        native = route.render(checked, target.backend_model if target.renames else None)
     if native is not None:   # the upstream serves the route's API: its own body, rendered from the parse
         return UpstreamCall(target, native.path, native.body, stream, False)
-    wants_usage = stream and _include_usage(options) is True
+    wants_usage = stream and options is True
     needs_usage = stream and not wants_usage
     if not (needs_usage or target.renames):
         return UpstreamCall(target, upstream_path, ctx.parsed.raw, stream, wants_usage)

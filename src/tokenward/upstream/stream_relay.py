@@ -12,7 +12,7 @@
   the backend sent none (llama.cpp): the gateway's count, marked in the decision record.
 - However the relay ends (a client that leaves included), ``ctx.usage`` is what the
   stream showed so far: reported, else counted; unknown only if nothing arrived; and
-  clamped to what the request could use (reconcile/bounds.py).
+  clamped to what the request could use (pipeline/bounds.py).
 - A stream larger than the request could justify (``answer_limit``), or a malformed event
   (broken SSE framing, data that is not a JSON object), is cut: an in-band
   ``upstream_error``; nothing past the limit, and no byte of the malformed event, is passed on.
@@ -20,27 +20,34 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import msgspec
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import Reason, Refusal
 from ..http.responses import SSE_HEADERS, sse_error_event
 from ..pipeline.context import RequestContext
 from ..pipeline.lifecycle import State
 from ..pipeline.stage import Exit, ExitKind
-from ..reconcile.bounds import answer_limit
+from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
 from ..wire.sse import SseEvent, SseSplitter
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
-    from .forward import Forwarder
     from .prepare import UpstreamCall
+    from .stream_clock import StreamClock
 
-_encode = msgspec.json.encode
+
+class StreamLimits(Protocol):
+    """What the relay reads of the forwarder that calls it (forward.py): the loop's stream
+    clock, and the limits it enforces (seconds)."""
+
+    max_duration: float
+    idle_timeout: float
+
+    def clock(self) -> StreamClock: ...
 
 
 def _usage_so_far(account: StreamUsage, prompt: int | None) -> Usage:
@@ -64,7 +71,7 @@ async def _start(ctx: RequestContext) -> None:
     ctx.lifecycle.move(State.STREAMING)
     ctx.status = 200
     headers = SSE_HEADERS + [(b"x-request-id", ctx.request_id.encode())]
-    await ctx.outbound.start_stream(200, headers)
+    await ctx.out.start_stream(200, headers)
 
 
 _MESSAGES = {
@@ -76,13 +83,13 @@ _TOO_LARGE = "the backend's stream is larger than this request allows"
 _MALFORMED = "the backend sent an event that is not well-formed server-sent events with JSON data"
 
 
-async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
+async def relay_stream(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
     target = call.target
     account = StreamUsage(target.output_counter)
     splitter = SseSplitter()
     work = ctx.work
     prompt = work.input_tokens if work is not None else None
-    outbound = ctx.outbound
+    outbound = ctx.out
     drop_usage = not call.client_wants_usage
     # bytes the backend may still send (None: no bound); past it the stream is cut
     room = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
@@ -151,12 +158,12 @@ def _events(account: StreamUsage, events: list[SseEvent], drop_usage: bool) -> t
     return out, done, False
 
 
-async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account: StreamUsage, started: bool,
+async def _end(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, account: StreamUsage, started: bool,
                ending: Reason | None, timed_out: bool, done_event: bytes, cut: str | None = None) -> Exit:
     """How the stream ends for the client: an error envelope (nothing was sent yet), an
     in-band error event (the 200 is out), or the usage chunk if due and ``[DONE]``."""
 
-    outbound = ctx.outbound
+    outbound = ctx.out
     failed = ExitKind.STREAM_TIMEOUT if timed_out else ExitKind.UPSTREAM_FAILED
     if not started:
         if ending is None:
@@ -183,7 +190,7 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
     return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
 
-def _message(fwd: Forwarder, ctx: RequestContext, reason: Reason, cut: str | None) -> str:
+def _message(fwd: StreamLimits, ctx: RequestContext, reason: Reason, cut: str | None) -> str:
     if reason is Reason.stream_duration_exceeded:
         text = f"stream exceeded its maximum duration of {fwd.max_duration:g}s"
     elif reason is Reason.stream_idle_timeout:

@@ -19,6 +19,8 @@ from ..errors import ConfigError
 from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
 from .pool import BackendPool, Replica
+from .pool_status import PoolStatus
+from .salt import CacheSalt, salt_for
 
 if TYPE_CHECKING:
     from ..tokenize.counters import Counter
@@ -55,7 +57,7 @@ class HeaderAllowlist:
 class Target:
     __slots__ = ("model", "upstream_name", "backends", "backend_model", "auth_headers", "allow",
                  "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered",
-                 "answer_bytes_per_token", "answer_slack_bytes", "metrics")
+                 "answer_bytes_per_token", "answer_slack_bytes", "metrics", "salt")
 
     def __init__(self, model: str, upstream_name: str, backends: BackendPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
@@ -75,12 +77,14 @@ class Target:
         # the header carrying the request's id to the backend (None: none is sent)
         self.request_id_header = up.request_id_header.lower().encode() if up.request_id_header else None
         self.request_id_format = up.request_id_format
-        # how large an answer may be, per token of the request's bounds (reconcile/bounds.py)
+        # how large an answer may be, per token of the request's bounds (pipeline/bounds.py)
         self.answer_bytes_per_token = up.answer_bytes_per_token
         self.answer_slack_bytes = up.answer_slack_bytes
         # the model's own tokenizer, to count streamed output a backend does not report;
         # None for ``estimate`` (token events are counted instead)
         self.output_counter = output_counter
+        # the upstream's cache_salt (upstream/salt.py; set by TargetTable): None, nothing to do
+        self.salt: CacheSalt | None = None
 
     @property
     def renames(self) -> bool:
@@ -141,8 +145,10 @@ class TargetTable:
         metrics = metrics if metrics is not None else GatewayMetrics()
         self.pools: dict[str, BackendPool] = {}
         self.targets: dict[str, Target] = {}
+        salts: dict[str, CacheSalt | None] = {}
         for name, up in config.upstreams.items():
             _check_header_name(name, up)
+            salts[name] = salt_for(name, up, config)   # a salting scope without its secret: refused here
             given = transports.get(name) if transports else None
             self.pools[name] = _backend_pool(name, up, resolved_urls.get(name), given)
         metrics.watch_pools(self)
@@ -155,9 +161,14 @@ class TargetTable:
                 model, spec.upstream, self.pools[spec.upstream], spec.upstream_model or model,
                 auth_headers(spec.upstream, up), HeaderAllowlist(up.forward_headers), up.read_timeout_s,
                 up, exact, metrics)
+            self.targets[model].salt = salts[spec.upstream]
 
     def get(self, model: str) -> Target | None:
         return self.targets.get(model)
+
+    def snapshots(self) -> dict[str, PoolStatus]:
+        """Each upstream's targets as the status page shows them (upstream/pool_status.py)."""
+        return {name: pool.snapshot() for name, pool in self.pools.items()}
 
     def target_states(self) -> list[tuple[str, str, bool, int]]:
         """(upstream, target, admitted, reserved tokens in flight): the per-target gauges."""

@@ -1,7 +1,7 @@
 """A backend's usage report, held to what the request could have used.
 
 ``bounded`` clamps the report (reconcile/usage.py ``clamp``) to the request's bounds
-(reconcile/bounds.py) before anything reads it: settle, metrics, the decision record, the
+(pipeline/bounds.py) before anything reads it: settle, metrics, the decision record, the
 usage chunk the gateway writes. What was out of bounds is recorded on the request
 (``notes.usage_out_of_bounds``) and counted by upstream and dimension
 (``tokenward_usage_out_of_bounds_total``), so a lying or buggy backend shows.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..reconcile.bounds import usage_bounds
+from ..pipeline.bounds import usage_bounds
 from ..reconcile.usage import Usage, clamp
 
 if TYPE_CHECKING:

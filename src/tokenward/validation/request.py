@@ -142,6 +142,16 @@ def _check_logit_bias(req: Any, vocab: int) -> None:
 def _result(route: str, req: Any, items: int, cands: int, max_out: int, norm: Normalizer,
             findings: Findings) -> NormalizedRequest:
     attachments = tuple(findings.attachments)
+    stream = echo = logprobs = include_usage = False
+    best_of = 0
+    if not isinstance(req, EmbeddingRequest):
+        stream = req.stream is True
+        options = req.stream_options
+        include_usage = stream and options is not UNSET and options is not None and options.include_usage is True
+        echo = req.echo is True or type(req.prompt_logprobs) is int
+        logprobs = bool(req.logprobs)
+        if isinstance(req, CompletionRequest) and isinstance(req.best_of, int):
+            best_of = req.best_of
     return NormalizedRequest(
         route=route,
         model=req.model,
@@ -149,7 +159,11 @@ def _result(route: str, req: Any, items: int, cands: int, max_out: int, norm: No
         outer_items=items,
         candidates=cands,
         max_output_tokens=max_out,
-        stream=getattr(req, "stream", None) is True,
+        stream=stream,
+        include_usage=include_usage,
+        echoes_prompt=echo,
+        logprobs=logprobs,
+        best_of=best_of,
         structured_output=findings.constrained,
         attachments=attachments,
         attachment_tokens=sum(a.tokens for a in attachments),

@@ -49,3 +49,8 @@ class NormalizedRequest(msgspec.Struct, frozen=True):
     # the answer says it in x-tokenward-max-tokens.
     max_tokens_set: int = 0
     max_tokens_defaulted: bool = False
+    # what later stages ask of the body, read once here whatever the route's schema
+    include_usage: bool = False       # stream_options.include_usage
+    echoes_prompt: bool = False       # the answer repeats the prompt (echo, vLLM prompt_logprobs)
+    logprobs: bool = False            # the answer carries log probabilities
+    best_of: int = 0                  # best_of as asked (completions), 0 when absent

@@ -27,6 +27,9 @@ T = TypeVar("T")
 Opt = Union[T, None, UnsetType]
 
 ShortText = Annotated[str, Meta(max_length=256)]
+# a client's partition of the engine's prefix cache: folded into the gateway's salt, never
+# forwarded as typed (upstream/salt.py); printable ASCII, so no control byte is ever taken
+CacheSalt = Annotated[str, Meta(min_length=1, max_length=256, pattern=r"\A[!-~]+\Z")]
 Identifier = Annotated[str, Meta(min_length=1, max_length=256)]
 ToolName = Annotated[str, Meta(pattern="^[a-zA-Z0-9_-]{1,64}$")]
 TokenId = Annotated[int, Meta(ge=0)]
@@ -256,7 +259,7 @@ class VllmSampling(VllmCommon, kw_only=True):
     logits_processors: Opt[Annotated[list[Raw], Meta(max_length=8)]] = UNSET
     return_tokens_as_token_ids: Opt[bool] = UNSET
     return_token_ids: Opt[bool] = UNSET
-    cache_salt: Opt[ShortText] = UNSET
+    cache_salt: Opt[CacheSalt] = UNSET
     kv_transfer_params: RawJson = UNSET
     vllm_xargs: RawJson = UNSET
 

@@ -17,7 +17,8 @@ schema, so a *property named* ``pattern`` is not mistaken for the keyword; a sch
 regex matches anywhere in the string, so it is judged with ``.*`` where it has no anchor).
 
 Agents send the same tool schemas on every call, so each verdict is cached by the
-schema's bytes (no request text is kept: schemas are the caller's code, not a prompt).
+schema's bytes (no request text is kept: schemas are the caller's code, not a prompt) and
+the tenant (memos.py): another tenant's schema is never checked faster.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import msgspec
 from msgspec import UNSET
 
+from .. import memos
 from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form
@@ -106,15 +108,20 @@ def _verdict(raw: bytes, param: str, max_bytes: int, max_depth: int, allow_regex
     return None
 
 
+@lru_cache(maxsize=1024)
+def _tenant_verdict(raw: bytes, param: str, max_bytes: int, max_depth: int, allow_regex: bool,
+                    tenant: str) -> Refusal | None:
+    return _verdict(raw, param, max_bytes, max_depth, allow_regex)   # the tenant: only in the cache's key
+
+
 # Only small schemas are cached, so the cache holds at most a few megabytes.
 _CACHEABLE_BYTES = 4096
-_cached_verdict = lru_cache(maxsize=1024)(_verdict)
 
 
 def check_schema(raw: msgspec.Raw, param: str, plan: PlanConfig, features: frozenset[str]) -> None:
-    verdict = _cached_verdict if len(raw) <= _CACHEABLE_BYTES else _verdict
-    refusal = verdict(bytes(raw), param, plan.max_schema_bytes, plan.max_schema_depth,
-                      REGEX_FEATURE in features)
+    tenant = memos.current() if len(raw) <= _CACHEABLE_BYTES else None
+    args = (bytes(raw), param, plan.max_schema_bytes, plan.max_schema_depth, REGEX_FEATURE in features)
+    refusal = _verdict(*args) if tenant is None else _tenant_verdict(*args, tenant)
     if refusal is not None:
         # A fresh exception each time: a cached one would collect every raise's traceback.
         raise Refusal(refusal.reason, refusal.message, param=refusal.param)

@@ -31,13 +31,22 @@ but the model may not read).
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, NamedTuple
 
 import msgspec
 from msgspec import UNSET
 
 from .result import NormalizedRequest
-from .schemas import AssistantMessage, RefusalPart, TextPart, ToolMessage
+from .schemas import (
+    AssistantMessage,
+    ChatCompletionRequest,
+    CompletionRequest,
+    JsonSchemaFormat,
+    RefusalPart,
+    TextPart,
+    ToolMessage,
+)
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 PLAIN = 0
 JSON_RAW = 1
@@ -46,9 +55,6 @@ FILE = 2
 PROMPT = "prompt"
 TOOL_OUTPUT = "tool_output"
 METADATA = "metadata"
-
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 
 def canonical_json(text: str) -> str:
@@ -60,6 +66,16 @@ def canonical_json(text: str) -> str:
         return _encode(_decode(text)).decode()
     except (msgspec.DecodeError, RecursionError, ValueError):
         return text
+
+
+class Span(NamedTuple):
+    """A finding in the texts screened: which unit, where in its text, what it is (an
+    entity type such as EMAIL, or a signal name such as override)."""
+
+    text: int          # index into the units (their texts) screened
+    start: int
+    end: int
+    label: str
 
 
 class Piece:
@@ -151,9 +167,8 @@ def _chat(body: Any, found: list[TextUnit]) -> None:
     for message in body.messages:
         message_type = type(message)
         _content(message, TOOL_OUTPUT if message_type is ToolMessage else PROMPT, found)
-        name = getattr(message, "name", UNSET)
-        if name is not UNSET:
-            found.append(TextUnit.one(message, "name", name))
+        if message_type is not ToolMessage and message.name is not UNSET:
+            found.append(TextUnit.one(message, "name", message.name))
         if message_type is AssistantMessage:
             _assistant(message, found)
     for tool in body.tools or ():
@@ -162,8 +177,9 @@ def _chat(body: Any, found: list[TextUnit]) -> None:
             found.append(TextUnit.one(fn, "description", fn.description))
         if fn.parameters is not UNSET:
             found.append(TextUnit.json_raw(fn, "parameters", fn.parameters))
-    spec = getattr(body.response_format, "json_schema", None)
-    if spec is not None:
+    fmt = body.response_format
+    if isinstance(fmt, JsonSchemaFormat):
+        spec = fmt.json_schema
         if spec.description is not UNSET:
             found.append(TextUnit.one(spec, "description", spec.description))
         if spec.schema is not UNSET:
@@ -173,23 +189,17 @@ def _chat(body: Any, found: list[TextUnit]) -> None:
         found.extend(TextUnit.one(metadata, key, value, METADATA) for key, value in metadata.items())
 
 
-def _labels(body: Any, names: Iterable[str], found: list[TextUnit]) -> None:
-    """Caller labels the backend receives (``user``, ...): screened as metadata."""
-    for name in names:
-        value = getattr(body, name, None)
-        if type(value) is str:
-            found.append(TextUnit.one(body, name, value, METADATA))
+def _label(body: Any, name: str, value: object, found: list[TextUnit]) -> None:
+    """A caller label the backend receives (``user``, ...): screened as metadata."""
+    if type(value) is str:
+        found.append(TextUnit.one(body, name, value, METADATA))
 
 
-def _items(body: Any, field: str, found: list[TextUnit]) -> None:
-    value = getattr(body, field)
+def _items(body: Any, field: str, value: object, found: list[TextUnit]) -> None:
     if type(value) is str:
         found.append(TextUnit.one(body, field, value))
     elif isinstance(value, list) and value and type(value[0]) is str:
         found.extend(TextUnit.one(value, i, item) for i, item in enumerate(value))
-
-
-_CHAT_LABELS = ("user", "safety_identifier")
 
 
 def chat_units(request: NormalizedRequest) -> list[TextUnit]:
@@ -197,17 +207,18 @@ def chat_units(request: NormalizedRequest) -> list[TextUnit]:
     attachments' extracted text included (a file part's text replaces the part when masked)."""
     body = request.body
     found: list[TextUnit] = []
-    if request.route == "chat":
+    if isinstance(body, ChatCompletionRequest):
         _chat(body, found)
-        _labels(body, _CHAT_LABELS, found)
-    elif request.route == "completions":
-        _items(body, "prompt", found)
+        _label(body, "user", body.user, found)
+        _label(body, "safety_identifier", body.safety_identifier, found)
+    elif isinstance(body, CompletionRequest):
+        _items(body, "prompt", body.prompt, found)
         if isinstance(body.suffix, str):
             found.append(TextUnit.one(body, "suffix", body.suffix))
-        _labels(body, ("user",), found)
+        _label(body, "user", body.user, found)
     else:
-        _items(body, "input", found)
-        _labels(body, ("user",), found)
+        _items(body, "input", body.input, found)
+        _label(body, "user", body.user, found)
     for attachment in request.attachments:
         text = attachment.text
         if text:
@@ -225,5 +236,5 @@ def texts_of(units: list[TextUnit]) -> list[str]:
     return [unit.text for unit in units]
 
 
-__all__ = ["FILE", "JSON_RAW", "METADATA", "PLAIN", "PROMPT", "TOOL_OUTPUT", "Piece", "TextUnit",
+__all__ = ["FILE", "JSON_RAW", "METADATA", "PLAIN", "PROMPT", "TOOL_OUTPUT", "Piece", "Span", "TextUnit",
            "canonical_json", "chat_units", "texts_of"]
