@@ -17,9 +17,10 @@ URL = "/v1/chat/completions"
 
 
 def pool_config(urls: Iterable[str], decisions: Path, upstream: str = "", targets: Iterable[str] | None = None,
-                plan: str = "") -> str:
+                plan: str = "", tenants: Iterable[str] = ("acme",)) -> str:
     """One upstream ``pool`` over ``urls`` (each target's extra fields in ``targets``), its
-    extra settings in ``upstream`` (YAML flow-mapping members, each starting with ", ")."""
+    extra settings in ``upstream`` (YAML flow-mapping members, each starting with ", "), and
+    ``tenants`` on one plan (the test's key is the first's)."""
     extras = list(targets) if targets is not None else None
     entries = [f"{{url: {url}{extras[i] if extras else ''}}}" for i, url in enumerate(urls)]
     keystore = os.path.join(tempfile.mkdtemp(prefix="tw-keys-"), "keys.db")
@@ -32,8 +33,7 @@ models:
 plans:
   team: {{models: [small-chat], max_output_tokens: 4096, tokens_per_minute: 100000000, requests_per_minute: 100000,
           max_concurrent_streams: 100{plan}}}
-tenants:
-  acme: {{plan: team}}
+tenants: {{{", ".join(f"{tenant}: {{plan: team}}" for tenant in tenants)}}}
 logging: {{decisions: "{decisions}"}}
 keystore: {{url: "sqlite:///{keystore}"}}
 """
@@ -41,9 +41,9 @@ keystore: {{url: "sqlite:///{keystore}"}}
 
 @contextlib.asynccontextmanager
 async def pool_gateway(urls: Iterable[str], tmp_path: Path, upstream: str = "", targets: Iterable[str] | None = None,
-                       plan: str = "") -> AsyncIterator[RunningGateway]:
+                       plan: str = "", tenants: Iterable[str] = ("acme",)) -> AsyncIterator[RunningGateway]:
     decisions = tmp_path / f"decisions-{os.urandom(4).hex()}.jsonl"
-    async with gateway_in_process(pool_config(urls, decisions, upstream, targets, plan), decisions) as gw:
+    async with gateway_in_process(pool_config(urls, decisions, upstream, targets, plan, tenants), decisions) as gw:
         yield gw
 
 

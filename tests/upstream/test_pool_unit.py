@@ -170,13 +170,15 @@ def test_an_agents_next_turn_shares_its_previous_prefix_and_tenants_never_share(
     assert table.holder(chain2) == "a" and table.holder(prefix_chain(other, affinity_seed(other))) is None
 
 
-def test_a_cache_salt_seeds_the_chain_instead_of_the_tenant():
-    """Two keys of one tenant under ``cache_salt: key`` (two salts) never share a prefix;
-    one salt is one chain whoever's principal it is."""
+def test_a_cache_salt_seeds_the_chain_with_the_tenant():
+    """Two keys of one tenant under ``cache_salt: key`` (two salts) never share a prefix, nor
+    does a salted request with an unsalted one; one salt is one chain for its tenant, and
+    two tenants never share one, even with the same salt (which the HMAC never gives)."""
     system, user = (SimpleNamespace(content=text, tool_calls=None) for text in ("sys", "q1"))
     ctx = _ctx("acme", [system, user])
     by_tenant = prefix_chain(ctx, affinity_seed(ctx))
     one, two = (prefix_chain(ctx, affinity_seed(ctx, salt)) for salt in (b"a" * 64, b"b" * 64))
     assert not set(one) & set(two) and not set(one) & set(by_tenant)
+    assert prefix_chain(_ctx("acme", [system, user]), affinity_seed(ctx, b"a" * 64)) == one
     other = _ctx("globex", [system, user])
-    assert prefix_chain(other, affinity_seed(other, b"a" * 64)) == one
+    assert not set(prefix_chain(other, affinity_seed(other, b"a" * 64))) & set(one)

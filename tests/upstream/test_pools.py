@@ -206,6 +206,43 @@ async def test_prefix_affinity_keeps_each_session_on_one_target_while_the_load_a
     assert again_record["notes"]["affinity"] == "hit" and served_by(again_record) == served_by(moved_record)
 
 
+SALT_SECRET = "0f1e2d3c4b5a69788796a5b4c3d2e1f00f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
+
+@pytest.mark.parametrize(("scope", "expected"), [
+    # what each probe's prefix finds: another tenant's, another key's of the tenant, the
+    # tenant's own under a client salt of its own
+    ("off", {"other tenant": "new", "other key": "hit", "client salt": "hit"}),
+    ("tenant", {"other tenant": "new", "other key": "hit", "client salt": "new"}),
+    ("key", {"other tenant": "new", "other key": "new", "client salt": "new"}),
+])
+async def test_prefix_affinity_follows_the_cache_salt(mocks, tmp_path, monkeypatch, scope, expected):
+    """Issue 42: a prefix steers only the requests the engine lets share its cache blocks, those
+    carrying the same ``cache_salt``: two tenants sending one prompt are never sent after each
+    other's cache; under ``key`` neither are two keys of one tenant; a client's own salt
+    (folded into the gateway's) is a partition of its own. Unsalted (``off``, where a client's
+    salt is dropped) a tenant's requests share, and tenants still do not."""
+    monkeypatch.setenv("TOKENWARD_CACHE_SALT_SECRET", SALT_SECRET)
+    upstream = f", routing: prefix_affinity, affinity_slack: 2000, cache_salt: {scope}"
+    async with pool_gateway([m.url for m in mocks], tmp_path, upstream, plan=", allow_cache_salt: true",
+                            tenants=("acme", "globex")) as gw, gw.client() as client:
+        keys = {"acme": gw.key, "other tenant": await gw.new_key("globex"), "other key": await gw.new_key("acme")}
+
+        async def affinity(key: str, body: dict) -> str:
+            resp = await client.post(gw.url + URL, json=body, headers={"authorization": f"Bearer {key}"})
+            assert resp.status_code == 200, resp.text
+            return (await record_of(gw, resp.headers["x-request-id"]))["notes"]["affinity"]
+
+        # the control: the tenant's own next turn, same key, finds its first turn's prefix
+        assert [await affinity(keys["acme"], _turn(7, turn)) for turn in (0, 1)] == ["new", "hit"]
+        found = {"other tenant": await affinity(keys["other tenant"], _turn(7, 1)),
+                 "other key": await affinity(keys["other key"], _turn(7, 1)),
+                 "client salt": await affinity(keys["acme"], {**_turn(7, 1), "cache_salt": "session-7"})}
+        assert found == expected
+        # and the prompt acme sent with its client salt steers its next turn with that salt
+        assert await affinity(keys["acme"], {**_turn(7, 2), "cache_salt": "session-7"}) == "hit"
+
+
 async def test_the_gauges_show_each_target_and_its_reserved_work(mocks, tmp_path):
     async with pool_gateway([m.url for m in mocks], tmp_path) as gw, gw.client() as client:
         held = asyncio.ensure_future(client.post(gw.url + URL, json=chat(max_tokens=700), headers={"x-mock-hold": "g"}))

@@ -4,14 +4,17 @@ engine's prefix cache (vLLM's automatic prefix caching, llama.cpp's prompt reuse
 A prompt's prefixes are hashed on the boundaries the gateway already counts tokens on:
 each chat message (its role, its text and parts, an assistant's tool calls), or each
 2,048-character block of a completions prompt. The hash of the first k blocks chains the
-hash of the first k - 1 with block k, seeded per tenant (``affinity_seed``), so:
+hash of the first k - 1 with block k, seeded per tenant and per ``cache_salt`` where the
+upstream salts (``affinity_seed``), so:
 
 - an agent's next turn (the same system prompt and earlier turns, then the answer and a new
   message) finds the chain of its previous request among its own prefixes, at depth n - 2;
 - two sessions with one system prompt meet at depth 1;
 - one tenant's prefix never steers another tenant's request: what one tenant sent never
   makes another's faster (an engine without ``cache_salt`` shares its cache by content
-  anyway: docs/security.md).
+  anyway: docs/security.md);
+- on a salted upstream, a prefix steers only requests with the same salt: those the engine
+  lets share its cache blocks.
 
 Hashes are Python's own (SipHash keyed per process): nothing of a prompt is kept, and a
 client cannot aim at another prefix's entry. Each process keeps its own table, bounded
@@ -34,20 +37,19 @@ _encode = msgspec.json.encode
 
 
 def affinity_seed(ctx: RequestContext, salt: bytes | None = None) -> int:
-    """Where a request's prefix chain starts: its tenant (one tenant's prefixes are never
-    another's), or the ``cache_salt`` it is sent with.
+    """Where a request's prefix chain starts: its tenant, and the ``cache_salt`` it is sent
+    with when its upstream salts (upstream/salt.py).
 
-    On an upstream with ``cache_salt: tenant | key`` (upstream/salt.py) the engine shares
-    cache blocks only between requests with one salt, so the chain must start from the salt
-    the body carries (the tenant's or the key's, a client's own folded in), not from the
-    tenant: two keys of one tenant under ``cache_salt: key`` then stay apart here as they do
-    in the engine, and no prefix is sent toward a cache it cannot use. ``prepare`` applies
+    The engine shares cache blocks only between requests with one salt, so affinity keys on
+    the salt the body carries (the tenant's or the key's, a client's own folded in) as well as
+    the tenant: two keys of one tenant under ``cache_salt: key``, or two client salts of one
+    tenant, then stay apart here as they do in the engine, and no prefix is sent toward a
+    cache it cannot use. Two tenants never share a chain, salted or not. ``prepare`` applies
     the salt before the forward step picks a target, so the salt it wrote is known by then.
     """
-    if salt:
-        return hash(("salt", salt))
     principal = ctx.principal
-    return hash(("tenant", principal.tenant if principal is not None else ""))
+    tenant = principal.tenant if principal is not None else ""
+    return hash(("salt", tenant, salt)) if salt else hash(("tenant", tenant))
 
 
 def prefix_chain(ctx: RequestContext, seed: int) -> list[int]:

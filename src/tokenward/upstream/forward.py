@@ -105,10 +105,11 @@ def _upstream_headers(ctx: RequestContext, target: Target) -> list[tuple[bytes, 
     return headers
 
 
-async def _take(ctx: RequestContext, backends: BackendPool, tokens: int) -> Replica:
+async def _take(ctx: RequestContext, backends: BackendPool, tokens: int, salt: bytes | None) -> Replica:
     """A target of a pool of several (or of a capped one): routed, or queued, or refused
-    ``upstream_saturated`` (upstream/pool.py)."""
-    chain = prefix_chain(ctx, affinity_seed(ctx)) if backends.affinity is not None else None
+    ``upstream_saturated`` (upstream/pool.py). ``salt``: the body's cache_salt, which a
+    prompt's prefixes are keyed on (upstream/affinity.py)."""
+    chain = prefix_chain(ctx, affinity_seed(ctx, salt)) if backends.affinity is not None else None
     replica = backends.take(tokens, None, chain)
     if replica is None:
         return await backends.wait_turn(tokens, chain)
@@ -173,7 +174,7 @@ class Forwarder:
                 replica.requests += 1
                 replica.tokens += tokens
             else:
-                replica = await _take(ctx, backends, tokens)
+                replica = await _take(ctx, backends, tokens, call.salt)
             tried = [replica]
             taken = perf_counter_ns() if backends.capped else 0
             try:
