@@ -51,6 +51,21 @@ async def test_a_cached_prefix_is_not_prefilled_again():
     assert engine.cached_tokens == 404                    # the first message, as the mock counts it
 
 
+async def test_the_prefix_cache_is_shared_only_within_one_cache_salt():
+    """As vLLM's: a prompt another salt sent is prefilled in full; the same salt's is not."""
+    engine = Engine(1000.0)
+    prompt = _chat("word " * 400, "question")
+    await engine.prefill({**prompt, "cache_salt": "a" * 64})
+    await engine.prefill({**prompt, "cache_salt": "b" * 64})
+    await engine.prefill(prompt)
+    assert engine.cached_tokens == 0
+    await engine.prefill({**_chat("word " * 400, "another"), "cache_salt": "b" * 64})
+    assert engine.cached_tokens == 404
+    await engine.prefill({"model": "m", "prompt": "one two", "cache_salt": "a" * 64})
+    await engine.prefill({"model": "m", "prompt": "one two"})
+    assert engine.cached_tokens == 404
+
+
 async def test_the_kv_cache_holds_back_what_does_not_fit_first_come_first_served():
     engine = Engine(1000.0, kv_tokens=1000)
     first = await engine.admit(_chat("a " * 500), 100)

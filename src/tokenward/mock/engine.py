@@ -17,7 +17,8 @@ their prefill was cheap.
 The prefix cache is what engines keep of recent prompts: a chat prompt's prefixes (message
 by message, as the mock counts prompt tokens: words) are remembered, least recently used
 out past ``cache_tokens``; a prompt that starts with a remembered prefix prefills only the
-rest. ``stats`` says what the engine did: prompt tokens, those served from the cache, and
+rest. As vLLM's, it is partitioned by ``cache_salt``: a prefix is shared only between requests
+that carry the same salt (or none). ``stats`` says what the engine did: prompt tokens, those served from the cache, and
 the seconds it was busy.
 """
 
@@ -153,10 +154,12 @@ class Engine:
 
 def _prompt_blocks(body: dict[str, Any]) -> list[tuple[int, int]]:
     """(the hash of the prompt up to and with this block, the block's tokens) per message
-    (chat) or for the whole prompt (completions); tokens as the mock counts them: words."""
+    (chat) or for the whole prompt (completions); tokens as the mock counts them: words.
+    The chain starts from the body's ``cache_salt``: one salt's blocks are not another's."""
     messages = body.get("messages")
     blocks: list[tuple[int, int]] = []
-    h = 0
+    salt = body.get("cache_salt")
+    h = hash(("salt", salt)) if isinstance(salt, str) else 0
     if isinstance(messages, list):
         for message in messages:
             content = message.get("content") if isinstance(message, dict) else None
@@ -166,5 +169,5 @@ def _prompt_blocks(body: dict[str, Any]) -> list[tuple[int, int]]:
         return blocks
     prompt = body.get("prompt")
     if isinstance(prompt, str):
-        blocks.append((hash(prompt), len(prompt.split())))
+        blocks.append((hash((h, prompt)), len(prompt.split())))
     return blocks
