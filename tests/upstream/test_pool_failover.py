@@ -11,6 +11,7 @@ import socket
 import pytest
 
 from tests.fixtures.mock_processes import MockProcess, start_mocks
+from tests.http.helpers import read_request
 from tests.support import chat
 from tests.upstream.pool_helpers import (
     URL, charged_tokens, eventually, pool_gateway, records_by_id, served_by, target_gauges, usage_total,
@@ -153,10 +154,7 @@ async def _answering_503() -> tuple[asyncio.AbstractServer, str]:
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                await reader.readexactly(length)
+                await read_request(reader)
                 writer.write(b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 2\r\n\r\n{}")
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
