@@ -76,7 +76,8 @@ def stub_pools(gateway, chunks: int) -> None:
         return StubResponse(chunks)
 
     for pool in gateway.parts.targets.pools.values():
-        pool.request = request
+        for replica in pool.replicas:   # a pool's targets (issue 39)
+            replica.transport.request = request
 
 
 def make_scope(api_key: str | None, body: bytes) -> dict:

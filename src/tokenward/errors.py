@@ -104,6 +104,7 @@ class Reason(enum.Enum):
     upstream_error = (502, _UPSTREAM)
     upstream_rejected = (400, _INVALID)     # the backend refused the request itself (4xx)
     upstream_overloaded = (503, _UPSTREAM)  # the backend said 429 or 503
+    upstream_saturated = (503, _UPSTREAM)   # every target of the pool is at its cap (upstream/pool.py)
     upstream_truncated = (502, _UPSTREAM)   # a stream ended before its answer was finished
     stream_duration_exceeded = (504, _UPSTREAM)
     stream_idle_timeout = (504, _UPSTREAM)

@@ -63,6 +63,15 @@ async def connection(port: int, rcvbuf: int | None = None):
             await writer.wait_closed()
 
 
+async def read_request(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """One request off a client's connection, as a raw backend reads it: (head, body), the body
+    framed by content-length (the gateway's upstream client sends no chunked bodies)."""
+    head = await reader.readuntil(b"\r\n\r\n")
+    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
+                   if line.lower().startswith(b"content-length:")), 0)
+    return head, await reader.readexactly(length)
+
+
 async def read_head(reader):
     raw = await reader.readuntil(b"\r\n\r\n")
     lines = raw.decode("latin-1").split("\r\n")

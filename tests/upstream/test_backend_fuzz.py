@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from tests.fuzzing import mutate
+from tests.http.helpers import read_request
 from tests.support import base_config, chat, gateway_in_process
 
 _JSON = (b'{"id":"x","object":"chat.completion","created":1,"model":"small-chat","choices":[{"index":0,'
@@ -39,10 +40,7 @@ async def mangling_backend(rng: random.Random):
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                               if line.lower().startswith(b"content-length:")), 0)
-                await reader.readexactly(length)
+                await read_request(reader)
                 writer.write(mutate(rng, rng.choice(_ANSWERS)))
                 await writer.drain()
                 if rng.random() < 0.3:

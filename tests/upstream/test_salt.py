@@ -52,33 +52,34 @@ def test_the_salt_goes_first_the_clients_goes_and_nothing_else_changes(body, cli
     sent = dict(body) if client is None else {**body, "cache_salt": client}
     raw = json.dumps(sent, indent=indent, ensure_ascii=bool(indent)).encode()
     ctx = context(tenant, key_id=f"key_{tenant}")
-    salted = CacheSalt(scope, SECRET).apply(raw, ctx)
+    salted, salt = CacheSalt(scope, SECRET).apply(raw, ctx)
     out = json.loads(salted)
     subject = tenant if scope == "tenant" else f"key_{tenant}"
     assert next(iter(out)) == "cache_salt" and out.pop("cache_salt") == expected(scope, subject, client)
+    assert salt == expected(scope, subject, client).encode()   # what prefix affinity keys on
     assert out == body
     # off: a client's salt taken out, nothing added; a body without one passes as it was
-    dropped = CacheSalt("off", None).apply(raw, ctx)
-    assert json.loads(dropped) == body and (client is not None or dropped == raw)
+    dropped, none = CacheSalt("off", None).apply(raw, ctx)
+    assert json.loads(dropped) == body and (client is not None or dropped == raw) and none is None
 
 
 def test_a_name_written_with_escapes_is_the_same_name():
     raw = b'{"model": "m", "cache_\\u0073alt": "evil", "x": "cache_salt"}'
-    out = json.loads(CacheSalt("tenant", SECRET).apply(raw, context()))
+    out = json.loads(CacheSalt("tenant", SECRET).apply(raw, context())[0])
     assert out == {"cache_salt": expected("tenant", "acme", "evil"), "model": "m", "x": "cache_salt"}
-    assert json.loads(CacheSalt("off", None).apply(raw, context())) == {"model": "m", "x": "cache_salt"}
+    assert json.loads(CacheSalt("off", None).apply(raw, context())[0]) == {"model": "m", "x": "cache_salt"}
 
 
 def test_a_null_client_salt_is_no_salt_and_is_not_forwarded():
     raw = b'{"model": "m", "cache_salt": null}'
-    assert json.loads(CacheSalt("off", None).apply(raw, context())) == {"model": "m"}
-    assert json.loads(CacheSalt("key", SECRET).apply(raw, context())) == {
+    assert json.loads(CacheSalt("off", None).apply(raw, context())[0]) == {"model": "m"}
+    assert json.loads(CacheSalt("key", SECRET).apply(raw, context())[0]) == {
         "cache_salt": expected("key", "key_1"), "model": "m"}
 
 
 def test_an_empty_object_and_a_body_that_is_no_object():
     salt = CacheSalt("tenant", SECRET)
-    assert json.loads(salt.apply(b" { } ", context())) == {"cache_salt": expected("tenant", "acme")}
+    assert json.loads(salt.apply(b" { } ", context())[0]) == {"cache_salt": expected("tenant", "acme")}
     for bad in (b"[1, 2]", b'"cache_salt"', b"", b'{"cache_salt": "x"'):
         with pytest.raises(Refusal) as caught:
             salt.apply(bad, context())

@@ -218,6 +218,8 @@ async def _assemble(config: Config, clock: Clock, telemetry: Telemetry,
     targets = TargetTable(config, urls, tokenizers.counters, telemetry.requests, transports)
     closers.add(targets.aclose)
     health = UpstreamHealth(config, targets)
+    health.start()   # a pool of several targets is probed in the background
+    closers.add(health.aclose)
     decisions = open_decision_log(config.logging.decisions)
     closers.add(_closing(decisions))
     enforcement = inherited.enforcement if inherited is not None else EnforcementMetrics()
@@ -267,7 +269,7 @@ async def _finish(config: Config, clock: Clock, telemetry: Telemetry, enforcemen
             from ..control.admin import mount
 
             page = mount(admin, config, runtime, ops, enforcement, telemetry, keys, admitter,
-                         signal_store if abuse is not None else None)
+                         signal_store if abuse is not None else None, targets)
             if observe is None:
                 observe = page.tally
     if admitter is not None:

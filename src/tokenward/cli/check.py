@@ -82,6 +82,8 @@ def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
         if up.base_url == BUILTIN_MOCK:
             resolved[name] = placeholder
             continue
+        if up.base_url is None:
+            continue   # targets: their URLs were checked as the config loaded (config/pools.py)
         try:
             UpstreamPool(up.base_url, max_connections=1)
         except ValueError:

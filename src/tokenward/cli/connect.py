@@ -71,12 +71,19 @@ def _say(failure: str | None, line: str) -> bool:
 
 
 async def _upstream(name: str, up: UpstreamConfig) -> tuple[str | None, str]:
-    """(failure, success line) of one upstream's health probe."""
+    """(failure, success lines) of one upstream's health probe, each target's."""
+    from ..config.pools import pool_targets
     from ..config.schema import BUILTIN_MOCK
 
-    where = f"upstream {name} at {redact_url(up.base_url)}"
     if up.base_url == BUILTIN_MOCK:
         return None, f"upstream {name}: the built-in mock, started by serve"
+    results = [await _target(name, up, target.url) for target in pool_targets(up)]
+    failures = [failure for failure, _ in results if failure is not None]
+    return (failures[0] if failures else None), "\n".join(line for _, line in results if line)
+
+
+async def _target(name: str, up: UpstreamConfig, url: str) -> tuple[str | None, str]:
+    where = f"upstream {name} at {redact_url(url)}"
     if not up.health_path:
         return None, f"{where}: not probed (health_path: null)"
     from ..config.stores import why
@@ -84,7 +91,7 @@ async def _upstream(name: str, up: UpstreamConfig) -> tuple[str | None, str]:
     from ..upstream.targets import auth_headers, pool_for
 
     timeout = min(up.connect_timeout_s, _TIMEOUT_S)
-    pool = pool_for(name, up, up.base_url)   # what serve sends requests and /readyz probes through
+    pool = pool_for(name, up, url)   # what serve sends requests and /readyz probes through
     try:
         reply = await pool.request("GET", up.health_path, auth_headers(name, up), b"", timeout=timeout)
         try:

@@ -177,11 +177,17 @@ def routes(
 def mock_upstream(
     host: str = typer.Option("127.0.0.1", help="listen address"),
     port: int = typer.Option(9100, help="listen port, 0 = any free port"),
+    capacity_tokens_per_s: float = typer.Option(0.0, min=0.0, help="a batching engine's throughput: all of its "
+                                                "streams share this many tokens a second (0: no limit)"),
+    prefill_tokens_per_s: float = typer.Option(0.0, min=0.0, help="with a capacity: prompt tokens not in its "
+                                               "prefix cache take this long to prefill (0: free)"),
+    kv_cache_tokens: int = typer.Option(0, min=0, help="with a capacity: the prompt and output tokens its running "
+                                        "requests may hold; past it a request waits (0: no bound)"),
 ) -> None:
     """Run a fake OpenAI-compatible backend for demos and tests."""
     from ..mock.server import run_mock
 
-    run_mock(host, port)
+    run_mock(host, port, capacity_tokens_per_s or None, prefill_tokens_per_s, kv_cache_tokens)
 
 
 def main() -> None:

@@ -19,6 +19,8 @@ import yaml
 from ..errors import ConfigError
 from .aliases import check_aliases
 from .globs import pattern_error
+from .pools import apply_url_env, check_pools
+from .pools import env_source as upstream_env_source
 from .schema import DEFAULT_ROUTES, RANGES, Config, PlanConfig
 
 _NONE = type(None)
@@ -129,6 +131,7 @@ def _unknown_key(key: str, known: typing.Iterable[str]) -> str:
 
 
 def _check_references(cfg: Config) -> None:
+    check_pools(cfg)
     for name, model in cfg.models.items():
         if model.upstream not in cfg.upstreams:
             raise ConfigError(f"models.{name}.upstream", f"unknown upstream {model.upstream!r}")
@@ -196,25 +199,14 @@ def check_capacity(cfg: Config) -> None:
             raise ConfigError(f"{where}.shares", "guaranteed shares must leave a shared reserve (sum < 1)")
 
 
-_UPSTREAM_ENV = re.compile(r"^TOKENWARD_UPSTREAM_([A-Z0-9_]+)_URL$")
-
-
-def _env_name(upstream: str) -> str:
-    return re.sub(r"[^A-Z0-9]", "_", upstream.upper())
-
-
 def apply_env(raw: dict[str, Any], environ: typing.Mapping[str, str]) -> dict[str, Any]:
-    """Deployment overrides: TOKENWARD_STORE_URL, TOKENWARD_KEYSTORE_URL, TOKENWARD_UPSTREAM_<NAME>_URL."""
+    """Deployment overrides: TOKENWARD_STORE_URL, TOKENWARD_KEYSTORE_URL, and an upstream's
+    address, TOKENWARD_UPSTREAM_<NAME>_URL (a pool of one) or _URLS (a pool: config/pools.py)."""
     if "TOKENWARD_STORE_URL" in environ:
         raw.setdefault("store", {})["url"] = environ["TOKENWARD_STORE_URL"]
     if "TOKENWARD_KEYSTORE_URL" in environ:
         raw.setdefault("keystore", {})["url"] = environ["TOKENWARD_KEYSTORE_URL"]
-    upstreams = raw.get("upstreams") or {}
-    by_env = {_env_name(name): name for name in upstreams} if isinstance(upstreams, dict) else {}
-    for key, value in environ.items():
-        match = _UPSTREAM_ENV.match(key)
-        if match and match.group(1) in by_env:
-            upstreams[by_env[match.group(1)]]["base_url"] = value
+    apply_url_env(raw.get("upstreams") or {}, environ)
     return raw
 
 
@@ -224,9 +216,8 @@ def env_source(path: str, environ: typing.Mapping[str, str]) -> str | None:
     fixed = {"store.url": "TOKENWARD_STORE_URL", "keystore.url": "TOKENWARD_KEYSTORE_URL"}
     name = fixed.get(path)
     if name is None:
-        match = re.fullmatch(r"upstreams\.(.+)\.base_url", path)
-        name = f"TOKENWARD_UPSTREAM_{_env_name(match.group(1))}_URL" if match else None
-    return name if name is not None and name in environ else None
+        return upstream_env_source(path, environ)
+    return name if name in environ else None
 
 
 def resolve_sqlite_url(url: str, base_dir: Path) -> str:

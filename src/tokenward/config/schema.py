@@ -79,9 +79,43 @@ class RouteConfig(_Strict, frozen=True):
     max_body_bytes: int | None = None
 
 
+class TargetConfig(_Strict, frozen=True):
+    """One replica of an upstream's pool (docs/upstreams.md, "Pools"): the only per-target
+    settings; the rest is the upstream's."""
+
+    url: str
+    weight: int = 1
+    # caps within one gateway process (with N workers an engine may see N times these):
+    # null, no cap
+    max_inflight_requests: int | None = None
+    max_inflight_tokens: int | None = None
+
+
 class UpstreamConfig(_Strict, frozen=True):
-    # "builtin:mock" starts the bundled mock backend inside the gateway process.
-    base_url: str
+    # "builtin:mock" starts the bundled mock backend inside the gateway process. A pool of
+    # one; ``targets`` names several replicas instead (exactly one of the two: config/pools.py).
+    base_url: str | None = None
+    targets: tuple[TargetConfig, ...] = ()
+    # How a request picks its target (upstream/routing.py): the least outstanding reserved
+    # work, the fewest requests, in turn, or where its prompt's prefix went last.
+    routing: Literal["least_reserved", "least_requests", "round_robin", "prefix_affinity"] = "least_reserved"
+    # targets tried before the first byte of an answer (1: no failover)
+    max_attempts: int = 2
+    # every target at its cap: refuse upstream_saturated at once (0), or wait this long
+    queue_timeout_ms: int = 0
+    # a target failing this many times in a row (connect, 5xx, timeout) is ejected for
+    # eject_base_s, doubling up to eject_max_s; a good probe readmits it at once
+    eject_after: int = 3
+    eject_base_s: float = 5.0
+    eject_max_s: float = 60.0
+    # each target of a pool of several is probed this often (health_path)
+    health_interval_s: float = 2.0
+    # prefix_affinity: the target that served a prefix keeps it while its outstanding
+    # reserved work (per unit of weight) is within this many tokens of the least loaded's
+    affinity_slack: int = 16384
+    # a target that took the request and sent no byte before read_timeout_s is not asked
+    # again elsewhere (it may still be working on it) unless this says so
+    retry_on_timeout: bool = False
     api_key: str | None = None
     api_key_env: str | None = None
     connect_timeout_s: float = 5.0
@@ -375,7 +409,12 @@ RANGES: dict[type, dict[str, Bound]] = {
         "idle_timeout_s": _NONNEG,         # 0: an idle connection is never reused
         "health_ttl_s": _NONNEG,           # 0: probed on every /readyz
         "answer_bytes_per_token": _POSITIVE, "answer_slack_bytes": _NONNEG,
+        "max_attempts": _ONE, "eject_after": _ONE, "eject_base_s": _POSITIVE, "eject_max_s": _POSITIVE,
+        "health_interval_s": _POSITIVE,
+        "queue_timeout_ms": _NONNEG,       # 0: a pool with every target at its cap refuses at once
+        "affinity_slack": _NONNEG,         # 0: a prefix stays only on a target as idle as the least loaded
     },
+    TargetConfig: {"weight": Bound(1, 1000), "max_inflight_requests": _ONE, "max_inflight_tokens": _ONE},
     ModelConfig: {"context_window": _POSITIVE, "input_price_per_million": _NONNEG,
                   "output_price_per_million": _NONNEG},
     # Plan limits: >= 0, where 0 allows none of it (max_tools: 0 = no tools), except the

@@ -34,7 +34,7 @@ from .metrics import EnforcementMetrics
 from .model import ControlError
 from .runtime import ControlRuntime
 from .service import ControlOps
-from .status import EventCounts, StatusPage
+from .status import EventCounts, StatusPage, UpstreamSnapshots
 
 T = TypeVar("T")
 
@@ -144,11 +144,11 @@ class ControlAdmin:
 
 def mount(admin: AdminApi, config: Config, runtime: ControlRuntime, ops: ControlOps,
           enforcement: EnforcementMetrics, telemetry: Telemetry, keys: KeyService | None, admitter: Admitter | None,
-          shared_events: EventCounts | None) -> StatusPage:
+          shared_events: EventCounts | None, upstreams: UpstreamSnapshots | None = None) -> StatusPage:
     """The operator controls and the status page on the admin API; the page, whose ``tally``
     counts screening outcomes when no abuse signals do (``shared_events`` None)."""
     handlers = ControlAdmin(config, ops, runtime, enforcement, keys)
-    page = StatusPage(config, runtime, telemetry, admitter, keys, shared_events)
+    page = StatusPage(config, runtime, telemetry, admitter, keys, shared_events, upstreams)
     for action, summary in (("pause", "pause a capability of a tenant"), ("resume", "resume a paused capability"),
                             ("cancel-streams", "end a tenant's open streams, on every replica")):
         admin.add("POST", f"tenants/{{tenant}}/{action}", handlers.tenants, summary + " (audited)")

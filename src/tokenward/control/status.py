@@ -8,8 +8,10 @@ What every replica shares (the budget store, the controls, the abuse signals' pe
 counts) is shown for the whole service; the rest (screening, cache, refusals when no abuse
 signals run) is this replica's own, and says so: with several workers, all of them (the
 counts of the scrape they answer together, observe/shared_metrics.py). Open requests are
-the answering worker's ("here"). Nothing here is a key, a prompt or an address: tenants,
-key ids, reasons and counts.
+the answering worker's ("here"), and so are the upstreams' targets: what this process has in
+flight on each, whether it has ejected it, its probe (upstream/pool.py ``snapshot``). Nothing
+here is a key or a prompt: tenants, key ids, reasons and counts; the only addresses are the
+targets' host:port, as /metrics labels them.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from ..admin.api import Answer
 from ..http.asgi import Receive
 from ..observe.telemetry import Telemetry
 from ..pipeline.context import RequestContext
+from ..upstream.pool_status import PoolStatus
 from .runtime import ControlRuntime
 from .status_html import BudgetRow, CacheRate, StatusData, StoreDown, TenantStatus, page, tenants_fragment
 
@@ -48,9 +51,16 @@ class EventCounts(Protocol):
     async def events(self, tenants: Sequence[str], now: int, window_s: int) -> dict[str, dict[str, int]]: ...
 
 
+class UpstreamSnapshots(Protocol):
+    """This process's upstream pools, as the page reads them (upstream/targets.py TargetTable)."""
+
+    def snapshots(self) -> dict[str, PoolStatus]: ...
+
+
 class StatusPage:
     def __init__(self, config: Config, runtime: ControlRuntime, telemetry: Telemetry, admitter: Admitter | None,
-                 keys: KeyService | None, shared_events: EventCounts | None) -> None:
+                 keys: KeyService | None, shared_events: EventCounts | None,
+                 upstreams: UpstreamSnapshots | None = None) -> None:
         self.config = config
         self.runtime = runtime
         self.telemetry = telemetry
@@ -58,6 +68,7 @@ class StatusPage:
         self.keys = keys
         # the abuse signals' shared counts (refusals and screening for every replica), when configured
         self.shared_events = shared_events
+        self.upstreams = upstreams   # each pool's targets as this process sees them
         self._plans = {t: effective_plan(self.config, t) for t in self.config.tenants}
         self._budgets = Budgets(self.config)   # our own: never the admitter's cache of the hot path
         # (monotonic time, {(tenant, reason): refusals so far}) of this replica, for "the last minutes"
@@ -97,7 +108,9 @@ class StatusPage:
             for tenant in sorted(self.config.tenants):
                 tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}),
                                                      _cache(tenant, lookups), local_screened.get(tenant, {}))
+            upstreams = self.upstreams.snapshots() if self.upstreams is not None else {}
             body: StatusData = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(screened),
+                                "upstreams": upstreams,
                                 "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
             self._cached = (time.monotonic(), body)
             return body

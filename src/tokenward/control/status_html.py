@@ -8,6 +8,7 @@ from html import escape
 from typing import TypedDict, final
 
 from ..budget.policy import micro_usd, usd_text
+from ..upstream.pool_status import PoolStatus
 from .model import PublicControl
 
 
@@ -57,6 +58,7 @@ class StatusData(TypedDict):
     window_s: float
     tenants: dict[str, TenantStatus]
     screening: dict[str, int]         # this replica's outcomes since start
+    upstreams: dict[str, PoolStatus]  # each upstream's targets as this replica sees them
     replica: ReplicaStatus
 
 _STYLE = """
@@ -152,10 +154,40 @@ def _tenant(name: str, t: TenantStatus, window_s: float) -> str:
             "</section>")
 
 
+def _cap(value: int, cap: int | None) -> str:
+    return f"{value:,}" if cap is None else f"{value:,} of {cap:,}"
+
+
+def _pool(name: str, pool: PoolStatus) -> str:
+    rows: list[list[str]] = []
+    for t in pool["targets"]:
+        state = '<span class="ok">up</span>' if t["up"] else f'<span class="bad">ejected for {t["ejected_for_s"]:g} s</span>'
+        rows.append([escape(t["target"]), state, str(t["weight"]),
+                     _cap(t["inflight_requests"], t["max_inflight_requests"]),
+                     _cap(t["inflight_tokens"], t["max_inflight_tokens"]), f"{t['sent']:,}",
+                     f"{t['failed']:,}" + (f" (last: {escape(t['last_failure'])})" if t["last_failure"] else ""),
+                     escape(t["probe"])])
+    extra = f"routing {escape(pool['routing'])}; {pool['failovers']:,} failovers, {pool['saturated']:,} refused " \
+            f"saturated, {pool['waiting']} waiting now"
+    affinity = pool.get("affinity")
+    if affinity is not None and affinity["hit_rate"] is not None:
+        extra += f"; prefix affinity kept {affinity['hit_rate'] * 100:.1f}% of known prefixes"
+    table = _table(["target", "state", "weight", "requests in flight", "reserved tokens in flight", "sent",
+                    "failed", "probe"], rows, "no targets")
+    return f"<h3>{escape(name)}</h3><p class=\"muted\">{extra}</p>{table}"
+
+
+def _pools(upstreams: dict[str, PoolStatus]) -> str:
+    if not upstreams:
+        return ""
+    return ('<section class="wide"><h2>Upstream targets (this replica)</h2>'
+            + "".join(_pool(name, pool) for name, pool in upstreams.items()) + "</section>")
+
+
 def tenants_fragment(data: StatusData) -> str:
     return "".join(_tenant(name, t, data["window_s"]) for name, t in data["tenants"].items()) + (
         f'<section class="wide"><h2>Screening outcomes (this replica, since start)</h2>'
-        f"{_counts('outcome', data['screening'], 'no screening yet')}</section>")
+        f"{_counts('outcome', data['screening'], 'no screening yet')}</section>") + _pools(data["upstreams"])
 
 
 def page(data: StatusData, nonce: str) -> str:

@@ -27,6 +27,7 @@ from .formats import (
     models_body,
 )
 from . import echo, native
+from .engine import Engine
 from .stats import Holds, Stats
 from .steering import BadRequest, Steering, parse_steering, tool_arguments
 
@@ -108,7 +109,9 @@ async def _forever() -> None:
 class MockUpstream:
     """ASGI app: ``MockUpstream()(scope, receive, send)``; counters in ``.stats``."""
 
-    def __init__(self, models: tuple[str, ...] | list[str] = DEFAULT_MODELS) -> None:
+    def __init__(self, models: tuple[str, ...] | list[str] = DEFAULT_MODELS, engine: Engine | None = None) -> None:
+        # a shared throughput (mock/engine.py, --capacity-tokens-per-s): a loaded mock is slower
+        self.engine = engine
         self.stats = Stats()
         self.holds = Holds()
         self.models = tuple(models)
@@ -191,14 +194,14 @@ class MockUpstream:
         if size is not None and plan is not None:
             await self._echo(send, steer, size, plan, body, stream, route == CHAT)
             return
-        if steer.plain and not stream:
+        if steer.plain and not stream and (self.engine is None or plan is None):
             if plan is not None:
                 self.stats.tokens_generated += plan.tokens * plan.choices
                 payload = full_body(plan, *self._new_id(plan))
             await send_json(send, 200, payload)
             return
         ctx = _Ctx(receive)
-        await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload))
+        await self._guard(ctx, self._steered(send, steer, ctx, plan, stream, payload, body))
 
     async def _echo(self, send: Send, steer: Steering, size: int, plan: Plan, body: dict[str, Any], stream: bool,
                     chat: bool) -> None:
@@ -293,7 +296,8 @@ class MockUpstream:
             self.stats.cancelled += 1
 
     async def _steered(
-        self, send: Send, steer: Steering, ctx: _Ctx, plan: Plan | None, stream: bool, payload: bytes
+        self, send: Send, steer: Steering, ctx: _Ctx, plan: Plan | None, stream: bool, payload: bytes,
+        body: Any = None,
     ) -> None:
         if steer.hold is not None:
             await self.holds.wait(steer.hold)
@@ -307,14 +311,21 @@ class MockUpstream:
             ctx.finished = True
             await send_json(send, 200, payload)
             return
-        self.stats.active_streams += 1
+        self.stats.started()
+        engine = self.engine if isinstance(body, dict) else None
+        room = 0
         try:
+            if engine is not None:   # a batching engine: room in its KV cache, then the prefill
+                room = await engine.admit(body, plan.tokens * plan.choices)
+                await engine.prefill(body)
             if stream:
                 await self._stream(send, steer, ctx, plan)
             else:
                 await self._complete(send, steer, ctx, plan)
         finally:
             self.stats.active_streams -= 1
+            if engine is not None:
+                engine.leave(room)
 
     async def _stream(self, send: Send, steer: Steering, ctx: _Ctx, plan: Plan) -> None:
         fmt = StreamFormat(plan, *self._new_id(plan))
@@ -352,13 +363,16 @@ class MockUpstream:
         loop = asyncio.get_running_loop()
         t0 = loop.time()
         interval = 1.0 / rate if rate > 0 else 0.0
+        engine = self.engine
         for i in range(steps):
             if interval:
                 wait = t0 + i * interval - loop.time()
                 if wait > 0:
                     await asyncio.sleep(wait)
-            elif i % _YIELD_EVERY == _YIELD_EVERY - 1:
+            elif engine is None and i % _YIELD_EVERY == _YIELD_EVERY - 1:
                 await asyncio.sleep(0)
+            if engine is not None:
+                await engine.generate(per_step)
             stats.tokens_generated += per_step
             if send is not None:
                 await send(message)
@@ -387,10 +401,15 @@ class MockUpstream:
     # -- /_mock --------------------------------------------------------------------
 
     async def _get_stats(self, receive: Receive, send: Send) -> None:
-        await send_json(send, 200, encode(self.stats.snapshot(self.holds.count)))
+        snapshot = self.stats.snapshot(self.holds.count)
+        if self.engine is not None:
+            snapshot["engine"] = self.engine.stats()
+        await send_json(send, 200, encode(snapshot))
 
     async def _reset(self, receive: Receive, send: Send) -> None:
         self.stats.reset()
+        if self.engine is not None:
+            self.engine.reset()
         await send_json(send, 200, b'{"reset":true}')
 
     async def _release(self, receive: Receive, send: Send) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Iterator
 import uvicorn
 
 from .app import MockUpstream
+from .engine import Engine
 
 _HAS_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
@@ -92,8 +93,10 @@ async def stop_mock(server: uvicorn.Server) -> None:
         await task
 
 
-def run_mock(host: str = "127.0.0.1", port: int = 9100) -> None:
-    """Blocking entry point of ``tokenward mock-upstream``."""
+def run_mock(host: str = "127.0.0.1", port: int = 9100, capacity_tokens_per_s: float | None = None,
+             prefill_tokens_per_s: float = 0.0, kv_cache_tokens: int = 0) -> None:
+    """Blocking entry point of ``tokenward mock-upstream``; with a capacity, the mock is a
+    batching engine whose streams share it (mock/engine.py)."""
     sock = bind_socket(host, port)
     # Listening before saying so: a client that connects on reading the line is queued
     # by the kernel rather than refused while uvicorn is still starting (uvicorn's own
@@ -103,4 +106,6 @@ def run_mock(host: str = "127.0.0.1", port: int = 9100) -> None:
     shown = f"[{host}]" if ":" in host else host
     sys.stdout.write(f"mock-upstream listening on http://{shown}:{real_port}\n")
     sys.stdout.flush()
-    uvicorn.Server(_config(MockUpstream())).run(sockets=[sock])
+    engine = Engine(capacity_tokens_per_s, prefill_tokens_per_s, kv_tokens=kv_cache_tokens) \
+        if capacity_tokens_per_s else None
+    uvicorn.Server(_config(MockUpstream(engine=engine))).run(sockets=[sock])

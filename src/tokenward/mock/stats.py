@@ -11,11 +11,13 @@ class Stats:
 
     ``active_streams`` and ``held`` are live gauges: a reset leaves them alone, because
     zeroing a gauge while work is in flight would let it go negative afterwards.
+    ``peak_streams`` is the most that were active at once since the last reset.
     """
 
     __slots__ = (
         "requests",
         "active_streams",
+        "peak_streams",
         "tokens_generated",
         "cancelled",
         "died",
@@ -26,9 +28,16 @@ class Stats:
 
     def __init__(self) -> None:
         self.active_streams = 0
+        self.peak_streams = 0
         self.reset()
 
+    def started(self) -> None:
+        self.active_streams += 1
+        if self.active_streams > self.peak_streams:
+            self.peak_streams = self.active_streams
+
     def reset(self) -> None:
+        self.peak_streams = self.active_streams
         self.requests = 0
         self.tokens_generated = 0
         self.cancelled = 0
@@ -55,6 +64,7 @@ class Stats:
         return {
             "requests": self.requests,
             "active_streams": self.active_streams,
+            "peak_streams": self.peak_streams,
             "tokens_generated": self.tokens_generated,
             "cancelled": self.cancelled,
             "by_path": dict(self.by_path),

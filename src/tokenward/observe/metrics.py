@@ -18,6 +18,12 @@ from ..pipeline.context import RequestContext
 from .routes import RouteLabels
 
 
+class PoolStates(Protocol):
+    """What a scrape reads of the upstreams' pools (upstream/targets.py ``TargetTable``)."""
+
+    def target_states(self) -> list[tuple[str, str, bool, int]]: ...
+
+
 class CacheSizes(Protocol):
     """What a scrape reads of the cache store (cache/store.py ``CacheStore``)."""
 
@@ -65,6 +71,7 @@ class GatewayMetrics:
         self.cache_saved: dict[str, list[float]] = defaultdict(lambda: [0, 0.0])
         self.cache_errors = 0
         self._cache_store: CacheSizes | None = None
+        self._pools: PoolStates | None = None
 
     SCORE_BUCKETS = (0.1, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
 
@@ -74,6 +81,10 @@ class GatewayMetrics:
             saved = self.cache_saved[tenant]
             saved[0] += tokens
             saved[1] += cost
+
+    def watch_pools(self, pools: PoolStates) -> None:
+        """The upstream table whose targets a scrape reports (a reload's replaces the old one's)."""
+        self._pools = pools
 
     def watch_cache(self, store: CacheSizes) -> None:
         """The cache store whose size and evictions a scrape reports."""
@@ -195,6 +206,21 @@ class GatewayMetrics:
         for tenant, value in list(self.open_streams.items()):
             streams.add_metric([tenant], value)
         yield streams
+        yield from self._collect_targets()
+
+    def _collect_targets(self) -> Iterator[Metric]:
+        pools = self._pools
+        if pools is None:
+            return
+        up = GaugeMetricFamily("tokenward_upstream_target_up", "1 while a target of an upstream's pool is "
+                               "admitted, 0 while it is ejected", labels=["upstream", "target"])
+        inflight = GaugeMetricFamily("tokenward_upstream_target_inflight_tokens", "Reserved tokens (prompt + output, "
+                                     "worst case) of the requests in flight on a target", labels=["upstream", "target"])
+        for upstream, target, admitted, tokens in pools.target_states():
+            up.add_metric([upstream, target], 1 if admitted else 0)
+            inflight.add_metric([upstream, target], tokens)
+        yield up
+        yield inflight
 
 
     def _collect_cache(self) -> Iterator[Metric]:

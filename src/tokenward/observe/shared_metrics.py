@@ -17,9 +17,10 @@ A worker's file only ever moves forward and the answering worker writes its own 
 no worker's share of a counter goes back between two scrapes, whichever worker answers
 each. A worker that died keeps its last file: what it counted happened. Counters and
 histograms are summed, and so are the gauges of one process's state (its open streams,
-its memory cache's bytes); a gauge of shared state takes the largest value (the controls in
-force: every worker reads the same), and the budget store's ``up`` the smallest (down if
-any worker's breaker is open).
+its memory cache's bytes, the reserved tokens in flight on each upstream target); a gauge of
+shared state takes the largest value (the controls in force: every worker reads the same),
+and the budget store's ``up`` and an upstream target's the smallest (down if any worker's
+breaker is open, or has ejected the target).
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ log = logging.getLogger("tokenward.metrics")
 
 WAIT_S = 0.5
 LARGEST = frozenset({"tokenward_controls_active"})
-SMALLEST = frozenset({"tokenward_budget_store_up"})
+SMALLEST = frozenset({"tokenward_budget_store_up", "tokenward_upstream_target_up"})
 
 
 class WorkerMetrics:

@@ -19,6 +19,7 @@ from .response_head import (
     ResponseHead,
     UpstreamConnectError,
     UpstreamError,
+    UpstreamNoAnswer,
     UpstreamProtocolError,
     UpstreamTimeout,
     UpstreamTooLarge,
@@ -221,7 +222,7 @@ class UpstreamResponse(ResponseHead):
             self._stale = reused
             self._fail(UpstreamConnectError(f"upstream connection closed before the request was sent{why}"))
         elif not rx:
-            self._fail(UpstreamProtocolError(
+            self._fail(UpstreamNoAnswer(
                 f"upstream closed the connection after the request was sent, before responding{why}"))
         elif not self._headers_done:
             self._fail(UpstreamProtocolError("upstream closed the connection inside the response headers"))

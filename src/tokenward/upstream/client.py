@@ -13,14 +13,16 @@ Errors (all carry ``.detail``)::
       UpstreamTimeout        .phase in {"connect", "pool", "read"}
       UpstreamProtocolError  malformed response, body cut short, or the connection lost after
                              the request was sent (the backend may be working on it)
+        UpstreamNoAnswer     lost after the request was sent and before any byte of an answer
       UpstreamTooLarge       a body longer than the caller's ``read(limit=...)``
 
 ``.detail`` names the backend's address and the OS error: it is for the log and the
 decision record, never for a client (forward.py answers a reason code and the request id).
 
-A request that was handed to a connection is never sent again: an inference request is
-not idempotent, and a backend that got it may be generating. Only a connection found
-dead before anything was written is replaced. Idle connections are dropped after
+A request that was handed to a connection is never sent again by the client: an inference
+request is not idempotent, and a backend that got it may be generating. Only a connection
+found dead before anything was written is replaced. (A pool of several targets may ask
+another target when no byte of an answer came back: upstream/failover.py.) Idle connections are dropped after
 ``idle_timeout`` (below the common servers' keep-alive timeouts: uvicorn's is 5 s), so a
 pooled connection is rarely one the backend is closing at that moment.
 """
@@ -38,6 +40,7 @@ from tokenward.upstream._conn import TIMED_OUT, Conn, UpstreamResponse, expire
 from tokenward.upstream.response_head import (
     UpstreamConnectError,
     UpstreamError,
+    UpstreamNoAnswer,
     UpstreamProtocolError,
     UpstreamTimeout,
     UpstreamTooLarge,
@@ -48,6 +51,7 @@ from tokenward.writes import WriteBatch, batch_for
 __all__ = [
     "UpstreamConnectError",
     "UpstreamError",
+    "UpstreamNoAnswer",
     "UpstreamPool",
     "UpstreamProtocolError",
     "UpstreamResponse",

@@ -16,6 +16,11 @@ returns, so a client that goes away cancels the backend's work at once. Returns 
 
 Reported usage is clamped to what the request could use before anyone reads it. A client
 never sees the backend's address or errno: those go to the log and the decision record.
+
+Which target: the model's upstream is a pool (upstream/pool.py; a ``base_url`` is a pool of
+one). The request takes a target there for as long as its answer lasts, its reservation
+counted on it; a target that fails before the first byte of an answer hands the request to
+another (upstream/failover.py), under the same reservation.
 """
 
 from __future__ import annotations
@@ -35,7 +40,10 @@ from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, from_reported
 from .backend_errors import backend_refusal
+from .affinity import affinity_seed, prefix_chain
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
+from .failover import TARGET_FAULTS, after_failure, after_status
+from .pool import BackendPool, Replica
 from .prepare import prepare
 from .stream_clock import StreamClock
 from .stream_relay import relay_stream
@@ -85,6 +93,31 @@ async def _too_large(ctx: RequestContext, target: Target, exc: UpstreamTooLarge)
     return Exit(ExitKind.UPSTREAM_FAILED, refusal.reason.name, UNKNOWN)
 
 
+def _upstream_headers(ctx: RequestContext, target: Target) -> list[tuple[bytes, bytes]]:
+    """What the backend gets besides the body: the content type, the request's id, the
+    backend's credential and the client headers the upstream lets through."""
+    headers = [_JSON_CT]
+    if target.request_id_header is not None:
+        rid = ctx.request_id if target.request_id_format == "gateway" else upstream_request_id(ctx.request_id)
+        headers.append((target.request_id_header, rid.encode()))
+    headers += target.auth_headers
+    headers += target.allow.select(ctx.headers)
+    return headers
+
+
+async def _take(ctx: RequestContext, backends: BackendPool, tokens: int, salt: bytes | None) -> Replica:
+    """A target of a pool of several (or of a capped one): routed, or queued, or refused
+    ``upstream_saturated`` (upstream/pool.py). ``salt``: the body's cache_salt, which a
+    prompt's prefixes are keyed on (upstream/affinity.py)."""
+    chain = prefix_chain(ctx, affinity_seed(ctx, salt)) if backends.affinity is not None else None
+    replica = backends.take(tokens, None, chain)
+    if replica is None:
+        return await backends.wait_turn(tokens, chain)
+    if chain:
+        ctx.note("affinity", backends.last_affinity)
+    return replica
+
+
 def upstream_request_id(request_id: str) -> str:
     """The UUID form of a gateway request id, for backends that take only UUIDs.
 
@@ -125,32 +158,63 @@ class Forwarder:
             await ctx.job.dispatch()
         call = prepare(ctx, self.targets, required(ctx.route, "route").upstream_path)
         target = call.target
-        headers = [_JSON_CT]
-        if target.request_id_header is not None:
-            rid = ctx.request_id if target.request_id_format == "gateway" else upstream_request_id(ctx.request_id)
-            headers.append((target.request_id_header, rid.encode()))
-        headers += target.auth_headers
-        headers += target.allow.select(ctx.headers)
+        headers = _upstream_headers(ctx, target)
+        backends = target.backends
+        work = ctx.work
+        tokens = work.reserve_tokens if work is not None else 0
+        timeout = min(target.read_timeout, self.max_duration)
         watch = ctx.disconnect
         if watch is not None:
             watch.arm()
-        timeout = min(target.read_timeout, self.max_duration)
         try:
-            sent = perf_counter_ns()
+            replica = backends.single
+            if replica is not None and not backends.capped:
+                # a pool of one without caps: nothing to choose (BackendPool.take, inlined:
+                # this is every single-upstream request's path)
+                replica.requests += 1
+                replica.tokens += tokens
+            else:
+                replica = await _take(ctx, backends, tokens, call.salt)
+            tried = [replica]
+            taken = perf_counter_ns() if backends.capped else 0
             try:
-                resp = await target.pool.request("POST", call.path, headers, call.body, timeout=timeout)
-            except UpstreamError as exc:
-                return await _answer_failure(ctx, target, exc, "answer")
-            add_ns(target.answered[call.stream], perf_counter_ns() - sent)
-            ctx.upstream_status = resp.status
-            try:
-                if resp.status >= 400:
-                    return await self._relay_error(ctx, target, resp, timeout)
-                if call.stream and resp.status == 200:
-                    return await relay_stream(self, ctx, call, resp)
-                return await self._relay_whole(ctx, target, resp, timeout)
+                # one target after another while none has sent a byte of an answer (failover.py);
+                # the last one tried holds the request's reservation
+                while True:
+                    replica.sent += 1
+                    sent = perf_counter_ns()
+                    try:
+                        resp = await replica.transport.request("POST", call.path, headers, call.body, timeout=timeout)
+                    except UpstreamError as exc:
+                        other = after_failure(ctx, backends, tried, tokens, exc)
+                        if other is None:
+                            return await _answer_failure(ctx, target, exc, "answer")
+                        replica = other
+                        continue
+                    add_ns(target.answered[call.stream], perf_counter_ns() - sent)
+                    status = ctx.upstream_status = resp.status
+                    try:
+                        if status < 500:
+                            if replica.failures or replica.ejections:
+                                backends.succeeded(replica)
+                        elif (other := after_status(ctx, backends, tried, tokens, status)) is not None:
+                            replica = other
+                            continue
+                        if status >= 400:
+                            return await self._relay_error(ctx, target, resp, timeout)
+                        if call.stream and status == 200:
+                            exit = await relay_stream(self, ctx, call, resp)
+                        else:
+                            exit = await self._relay_whole(ctx, target, resp, timeout)
+                        if exit.reason in TARGET_FAULTS:
+                            backends.failed(replica, exit.reason or "")
+                        return exit
+                    finally:
+                        resp.abort()  # no-op when the body was read to the end
             finally:
-                resp.abort()  # no-op when the body was read to the end
+                backends.release(tried[-1], tokens, taken, perf_counter_ns() if taken else 0)
+                if backends.several:
+                    ctx.note("targets", [r.label for r in tried])
         finally:
             if watch is not None:
                 watch.disarm()

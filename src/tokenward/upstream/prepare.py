@@ -19,7 +19,7 @@ from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 
 class UpstreamCall:
-    __slots__ = ("target", "path", "body", "stream", "client_wants_usage")
+    __slots__ = ("target", "path", "body", "stream", "client_wants_usage", "salt")
 
     def __init__(self, target: Target, path: str, body: bytes, stream: bool, client_wants_usage: bool) -> None:
         self.target = target
@@ -27,6 +27,7 @@ class UpstreamCall:
         self.body = body
         self.stream = stream
         self.client_wants_usage = client_wants_usage
+        self.salt: bytes | None = None   # the cache_salt the body carries (upstream/salt.py)
 
 
 def _invalid_json(exc: Exception) -> Refusal:
@@ -68,7 +69,7 @@ def prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> Up
     call = _prepare(ctx, targets, upstream_path)
     salt = call.target.salt
     if salt is not None:   # the engine's prefix cache, per tenant (upstream/salt.py)
-        call.body = salt.apply(call.body, ctx)
+        call.body, call.salt = salt.apply(call.body, ctx)
     return call
 
 

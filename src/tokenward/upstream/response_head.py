@@ -25,6 +25,12 @@ class UpstreamProtocolError(UpstreamError):
     pass
 
 
+class UpstreamNoAnswer(UpstreamProtocolError):
+    """The connection closed (or was reset) after the request was written and before any
+    byte of an answer: a reused keep-alive connection the backend was closing, or a backend
+    that died. Nothing reached the client, so a pool may ask another target (failover.py)."""
+
+
 class UpstreamTooLarge(UpstreamError):
     """The body is larger than the caller's limit: the connection was dropped unread."""
 

@@ -23,7 +23,8 @@ field. On an upstream with ``cache_salt: off`` a client's salt is dropped (the d
 notes it), for the same reason.
 
 ``CacheSalt.apply`` is called once, by ``upstream/prepare.py``, on the final body (chat,
-completions, and native Responses / Messages bodies alike).
+completions, and native Responses / Messages bodies alike); the salt it wrote goes with the
+call, and a pool routing by prefix keys on it (upstream/affinity.py ``affinity_seed``).
 """
 
 from __future__ import annotations
@@ -85,21 +86,24 @@ class CacheSalt:
             self._salts[subject] = salt
         return salt
 
-    def apply(self, body: bytes, ctx: RequestContext) -> bytes:
-        """``body`` with the gateway's ``cache_salt`` as its first member and the client's gone."""
+    def apply(self, body: bytes, ctx: RequestContext) -> tuple[bytes, bytes | None]:
+        """(``body`` with the gateway's ``cache_salt`` as its first member and the client's
+        gone, that salt): the salt is None on ``off``. Prefix affinity keys on it
+        (upstream/affinity.py), as the engine's cache does."""
         if _may_carry_one(body, ctx):
             return self._replace(body, ctx)
         if self.scope == "off":
-            return body
+            return body, None
         opening = _OPENING.match(body)
         if opening is None:
             raise Refusal(Reason.invalid_json, "request body must be a JSON object")
         ctx.note("cache_salt", self.scope)
         comma = b"" if opening.group(1) else b","
         start = opening.end() if opening.group(1) is None else opening.start(1)
-        return b'{"cache_salt":"' + self.salt(ctx.principal) + b'"' + comma + body[start:]
+        salt = self.salt(ctx.principal)
+        return b'{"cache_salt":"' + salt + b'"' + comma + body[start:], salt
 
-    def _replace(self, body: bytes, ctx: RequestContext) -> bytes:
+    def _replace(self, body: bytes, ctx: RequestContext) -> tuple[bytes, bytes | None]:
         try:
             members = _members(body)
         except msgspec.ValidationError:
@@ -108,14 +112,15 @@ class CacheSalt:
             raise Refusal(Reason.invalid_json, f"request body is not valid JSON: {exc}") from None
         raw = members.pop("cache_salt", None)
         if raw is None and self.scope == "off":
-            return body   # the name was deeper in: nothing to take out
+            return body, None   # the name was deeper in: nothing to take out
         client = None if raw is None else _client_salt(raw)
         if client is not None:
             ctx.note("client_cache_salt", "dropped" if self.scope == "off" else "folded")
-        if self.scope != "off":
-            ctx.note("cache_salt", self.scope)
-            members = {"cache_salt": msgspec.Raw(b'"' + self.salt(ctx.principal, client) + b'"'), **members}
-        return _encode(members)   # without the client's, even a null one
+        if self.scope == "off":
+            return _encode(members), None   # without the client's, even a null one
+        ctx.note("cache_salt", self.scope)
+        salt = self.salt(ctx.principal, client)
+        return _encode({"cache_salt": msgspec.Raw(b'"' + salt + b'"'), **members}), salt
 
 
 def _may_carry_one(body: bytes, ctx: RequestContext) -> bool:

@@ -1,7 +1,9 @@
-"""Where each public model goes: its upstream pool, backend model name and headers.
+"""Where each public model goes: its upstream's pool of targets, backend model name and headers.
 
 Built once at start-up so the hot path only looks up a dict: the backend credential
-header, the forwarded-header allowlist and the model rename are all precomputed.
+header, the forwarded-header allowlist and the model rename are all precomputed. Each
+upstream is one ``BackendPool`` (upstream/pool.py): its ``base_url`` as a pool of one, or
+its ``targets``, each with its own keep-alive connections.
 """
 
 from __future__ import annotations
@@ -11,10 +13,13 @@ import re
 import ssl
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..config.pools import pool_targets, target_label, url_problem
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
 from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
+from .pool import BackendPool, Replica
+from .pool_status import PoolStatus
 from .salt import CacheSalt, salt_for
 
 if TYPE_CHECKING:
@@ -50,11 +55,11 @@ class HeaderAllowlist:
 
 
 class Target:
-    __slots__ = ("model", "upstream_name", "pool", "backend_model", "auth_headers", "allow",
+    __slots__ = ("model", "upstream_name", "backends", "backend_model", "auth_headers", "allow",
                  "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered",
                  "answer_bytes_per_token", "answer_slack_bytes", "metrics", "salt")
 
-    def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
+    def __init__(self, model: str, upstream_name: str, backends: BackendPool, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
                  read_timeout: float, up: UpstreamConfig | None = None, output_counter: Counter | None = None,
                  metrics: GatewayMetrics | None = None) -> None:
@@ -63,7 +68,7 @@ class Target:
         self.metrics = metrics if metrics is not None else GatewayMetrics()
         # the upstream's time-to-answer histogram slots (whole, stream): observe/metrics.py
         self.answered = self.metrics.upstream_slots(upstream_name)
-        self.pool = pool
+        self.backends = backends
         self.backend_model = backend_model
         self.auth_headers = auth_headers
         self.allow = allow
@@ -135,18 +140,18 @@ class TargetTable:
     def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict[str, Counter] | None = None,
                  metrics: GatewayMetrics | None = None, transports: Mapping[str, Any] | None = None) -> None:
         """``transports``: an upstream's transport when it is not HTTP over TCP (a test's
-        in-process backend, upstream/memory.py), by upstream name."""
+        in-process backend, upstream/memory.py), by upstream name: a pool of one."""
         # check-config builds the table to check it, with metrics of its own that no one reads
         metrics = metrics if metrics is not None else GatewayMetrics()
-        # an UpstreamPool, or a transport the assembly was given (MemoryTransport): the same surface
-        self.pools: dict[str, Any] = {}
+        self.pools: dict[str, BackendPool] = {}
         self.targets: dict[str, Target] = {}
         salts: dict[str, CacheSalt | None] = {}
         for name, up in config.upstreams.items():
             _check_header_name(name, up)
             salts[name] = salt_for(name, up, config)   # a salting scope without its secret: refused here
             given = transports.get(name) if transports else None
-            self.pools[name] = given if given is not None else pool_for(name, up, resolved_urls.get(name, up.base_url))
+            self.pools[name] = _backend_pool(name, up, resolved_urls.get(name), given)
+        metrics.watch_pools(self)
         counters = counters or {}
         for model, spec in config.models.items():
             up = config.upstreams[spec.upstream]
@@ -161,6 +166,27 @@ class TargetTable:
     def get(self, model: str) -> Target | None:
         return self.targets.get(model)
 
+    def snapshots(self) -> dict[str, PoolStatus]:
+        """Each upstream's targets as the status page shows them (upstream/pool_status.py)."""
+        return {name: pool.snapshot() for name, pool in self.pools.items()}
+
+    def target_states(self) -> list[tuple[str, str, bool, int]]:
+        """(upstream, target, admitted, reserved tokens in flight): the per-target gauges."""
+        return [(name, *state) for name, pool in self.pools.items() for state in pool.states()]
+
     async def aclose(self) -> None:
         for pool in self.pools.values():
             await pool.aclose()
+
+
+def _backend_pool(name: str, up: UpstreamConfig, resolved: str | None, transport: Any) -> BackendPool:
+    """An upstream's pool: a transport each target (``transport``: the one given for a pool
+    of one), labelled by its host:port."""
+    targets = pool_targets(up, resolved)
+    if transport is not None and len(targets) != 1:
+        raise ConfigError(f"upstreams.{name}.targets", "an in-process transport stands for a pool of one")
+    replicas = [Replica(target_label(t.url) if url_problem(t.url) is None else name, t.url,
+                        transport if transport is not None else pool_for(name, up, t.url),
+                        t.weight, t.max_inflight_requests, t.max_inflight_tokens)
+                for t in targets]
+    return BackendPool(name, up, replicas)
