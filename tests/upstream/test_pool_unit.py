@@ -15,6 +15,7 @@ from tokenward.errors import Refusal
 from tokenward.upstream import routing
 from tokenward.upstream.affinity import AffinityTable, affinity_seed, prefix_chain
 from tokenward.upstream.pool import BackendPool, Replica
+from tokenward.validation.schemas import AssistantMessage, ChatCompletionRequest, SystemMessage, UserMessage
 
 
 class Clock:
@@ -152,12 +153,13 @@ def test_failing_probes_eject_and_keep_out_while_probed_in_the_background():
 
 
 def _ctx(tenant: str, messages: list[object]) -> SimpleNamespace:
-    body = SimpleNamespace(messages=messages)
+    body = ChatCompletionRequest(model="m", messages=messages)
     return SimpleNamespace(request=SimpleNamespace(body=body), principal=SimpleNamespace(tenant=tenant))
 
 
 def test_an_agents_next_turn_shares_its_previous_prefix_and_tenants_never_share():
-    system, u1, a1, u2 = (SimpleNamespace(content=text, tool_calls=None) for text in ("sys", "q1", "a1", "q2"))
+    system, u1, a1, u2 = (SystemMessage(content="sys"), UserMessage(content="q1"), AssistantMessage(content="a1"),
+                          UserMessage(content="q2"))
     turn1 = _ctx("acme", [system, u1])
     turn2 = _ctx("acme", [system, u1, a1, u2])
     chain1 = prefix_chain(turn1, affinity_seed(turn1))
@@ -174,7 +176,7 @@ def test_a_cache_salt_seeds_the_chain_with_the_tenant():
     """Two keys of one tenant under ``cache_salt: key`` (two salts) never share a prefix, nor
     does a salted request with an unsalted one; one salt is one chain for its tenant, and
     two tenants never share one, even with the same salt (which the HMAC never gives)."""
-    system, user = (SimpleNamespace(content=text, tool_calls=None) for text in ("sys", "q1"))
+    system, user = SystemMessage(content="sys"), UserMessage(content="q1")
     ctx = _ctx("acme", [system, user])
     by_tenant = prefix_chain(ctx, affinity_seed(ctx))
     one, two = (prefix_chain(ctx, affinity_seed(ctx, salt)) for salt in (b"a" * 64, b"b" * 64))

@@ -57,7 +57,7 @@ def near_duplicates(owners: list[str], bands: list[Band]) -> dict[str, tuple[int
 class AbuseEngine:
     def __init__(self, config: Config, store: Any, ops: Any, runtime: Any, clock: Callable[[], float] = time.time,
                  enforcement: EnforcementMetrics | None = None) -> None:
-        # the gateway's (services.py): batches, observations, actions and exemptions counted
+        # the gateway's (assemble/gateway.py): batches, observations, actions and exemptions counted
         self.enforcement = enforcement if enforcement is not None else EnforcementMetrics()
         cfg = config.abuse
         assert cfg is not None

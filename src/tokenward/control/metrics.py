@@ -2,7 +2,7 @@
 reserved-to-actual drift, and whether the budget store answers. Counted in plain dicts
 (observe/metrics.py says why) and turned into families on scrape.
 
-One per gateway (services.py), registered with its metrics exposition (observe/telemetry.py);
+One per gateway (assemble/gateway.py), registered with its metrics exposition (observe/telemetry.py);
 the parts it reports on attach themselves to it as they are built.
 """
 

@@ -80,7 +80,7 @@ class ControlStage(BaseStage):
     def __init__(self, runtime: ControlRuntime, clock: Callable[[], float] = time.time,
                  lease_s: float = 660.0, enforcement: EnforcementMetrics | None = None) -> None:
         self.runtime = runtime
-        # the gateway's (services.py): reserved against settled tokens per tenant
+        # the gateway's (assemble/gateway.py): reserved against settled tokens per tenant
         self.enforcement = enforcement if enforcement is not None else EnforcementMetrics()
         self.open = runtime.open
         self._clock = clock

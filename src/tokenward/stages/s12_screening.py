@@ -111,7 +111,7 @@ class ScreeningStage(BaseStage):
 
     def __init__(self, policies: dict[str, CompiledPolicy], metrics: GatewayMetrics | None = None) -> None:
         self.policies = policies
-        self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
+        self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (assemble/gateway.py)
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
         name = ctx.plan.screening

@@ -49,7 +49,7 @@ class TransformStage(BaseStage):
 
     def __init__(self, counters: dict[str, Any], metrics: GatewayMetrics | None = None) -> None:
         self.counters = counters
-        metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
+        metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (assemble/gateway.py)
 
         def count_output(counts: dict[str, int]) -> None:
             metrics.screened("pii_output", "patterns", "redacted", False)

@@ -146,7 +146,7 @@ class CacheStage(BaseStage):
     def __init__(self, cfg: CacheConfig, store: CacheStore, secret: bytes, prefix: str,
                  prices: dict[str, tuple[float, float]], metrics: GatewayMetrics | None = None) -> None:
         self.cfg = cfg
-        self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
+        self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (assemble/gateway.py)
         self.store = store
         self.secret = secret
         self.keep_store = False   # handed over to the gateway that replaced this one

@@ -17,8 +17,6 @@ template (``models.<name>.chat_template``, else detected) sets its per-message o
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from ..config.extras import install_hint
 from ..config.schema import Config
 from ..errors import ConfigError
@@ -71,18 +69,3 @@ class TokenizerRegistry:
 
     def for_model(self, model: str) -> Counter | None:
         return self.counters.get(model)
-
-
-class HoldsTokenizers(Protocol):
-    """What ``shared_registry`` needs of the gateway's services."""
-
-    config: Config
-    tokenizers: TokenizerRegistry | None
-
-
-def shared_registry(services: HoldsTokenizers) -> TokenizerRegistry:
-    """The registry of this gateway, built by whichever stage asks first."""
-    registry = services.tokenizers
-    if registry is None:
-        registry = services.tokenizers = TokenizerRegistry(services.config)
-    return registry

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 
 import msgspec
 
+from ..validation.schemas import AssistantMessage, ChatCompletionRequest, CompletionRequest, Message, TextPart
+
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
@@ -59,35 +61,30 @@ def prefix_chain(ctx: RequestContext, seed: int) -> list[int]:
     if request is None:
         return []
     body = request.body
-    messages = getattr(body, "messages", None)
     chain: list[int] = []
     h = seed
-    if messages is not None:
-        for message in messages:
+    if isinstance(body, ChatCompletionRequest):
+        for message in body.messages:
             h = hash((h, type(message), _message_key(message)))
             chain.append(h)
-        return chain
-    prompt = getattr(body, "prompt", None)
-    if isinstance(prompt, str):
+    elif isinstance(body, CompletionRequest) and isinstance(body.prompt, str):
+        prompt = body.prompt
         for start in range(0, len(prompt), BLOCK_CHARS):
             h = hash((h, prompt[start:start + BLOCK_CHARS]))
             chain.append(h)
     return chain
 
 
-def _message_key(message: object) -> object:
-    content = getattr(message, "content", None)
-    if content is not None and type(content) is not str:
-        content = tuple(_part_key(part) for part in content) if isinstance(content, list) else None
-    calls = getattr(message, "tool_calls", None)
-    if calls:
-        return content, _encode(calls)
-    return content
-
-
-def _part_key(part: object) -> object:
-    text = getattr(part, "text", None)
-    return text if isinstance(text, str) else _encode(part)
+def _message_key(message: Message) -> object:
+    content = message.content
+    key: object = None   # no content (an assistant turn of tool calls only)
+    if type(content) is str:
+        key = content
+    elif isinstance(content, list):
+        key = tuple(part.text if isinstance(part, TextPart) else _encode(part) for part in content)
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        return key, _encode(message.tool_calls)
+    return key
 
 
 class AffinityTable(Generic[T]):
