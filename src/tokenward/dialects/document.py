@@ -79,7 +79,7 @@ class Document:
     def text(self, holder: Any, key: Any, text: Any, kind: str = PROMPT, outside: bool = False) -> None:
         if type(text) is not str or not text:
             return
-        self.units.append(TextUnit.one(holder, key, text, kind))
+        self.units.append(TextUnit([Piece(holder, key, text)], kind))
         if outside:
             self.outside.append(text)
 
