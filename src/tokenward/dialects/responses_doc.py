@@ -158,10 +158,10 @@ def _settings(parsed: Parsed, doc: Document) -> None:
         if isinstance(values, dict):
             for key, value in values.items():
                 doc.text(values, key, value, METADATA, outside=True)
-    for name, value in (("user", req.user), ("safety_identifier", req.safety_identifier),
-                        ("prompt_cache_key", req.prompt_cache_key)):
-        if type(value) is str:     # most requests carry none of them
-            doc.text(req, name, value, METADATA, outside=True)
+    for name, identifier in (("user", req.user), ("safety_identifier", req.safety_identifier),
+                             ("prompt_cache_key", req.prompt_cache_key)):
+        if type(identifier) is str:     # most requests carry none of them
+            doc.text(req, name, identifier, METADATA, outside=True)
     text = req.text
     if text not in (UNSET, None) and isinstance(text.format, TextFormatJsonSchema):
         doc.json(text.format, "schema", text.format.schema)
