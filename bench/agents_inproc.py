@@ -1,7 +1,7 @@
 """Agents' requests through the gateway in-process (issue 43): where their CPU goes.
 
 examples/gateway.yaml as bench/overhead.py --pipeline examples runs it (tenant acme, model
-small-chat), the backend the bundled mock in the same event loop (upstream/memory.py), the
+small-chat), the backend a fixed answer in the same event loop (upstream/memory.py), the
 bodies bench/post.lua's agent workloads send (bench/agent_texts.py's stdlib text):
 
     python bench/agents_inproc.py [--workload sessions|new64k|small] [--sessions 2000]
@@ -9,7 +9,8 @@ bodies bench/post.lua's agent workloads send (bench/agent_texts.py's stdlib text
 
 Reported: CPU per request (``time.thread_time``, the serving thread) after a warm-up that
 sends every session once, and with ``--profile`` cProfile's top functions by own time.
-With ``--memory``: the gateway's RSS and what its memos hold after the warm-up.
+With ``--memory``: the gateway's RSS and what its memos hold after the warm-up
+(``--memo-bytes N`` sets their bound, ``memos.max_bytes``).
 """
 
 from __future__ import annotations
@@ -55,6 +56,21 @@ def bodies(workload: str, sessions: int) -> Callable[[int], bytes]:
                                  "messages": [{"role": "user", "content": "Say hello."}]}).encode()
 
 
+class Backend:
+    """The benchmark backend's answer as an ASGI app (bench/backend.py's, no parsing):
+    upstream/memory.py runs it in the loop, so the profile holds the gateway alone."""
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        from backend import CHAT_BODY
+
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": CHAT_BODY})
+
+
 async def call(gateway: Any, auth: bytes, body: bytes) -> None:
     scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions", "query_string": b"",
              "headers": [(b"authorization", auth), (b"content-type", b"application/json"),
@@ -82,6 +98,8 @@ async def call(gateway: Any, auth: bytes, body: bytes) -> None:
 def memo_report(gateway: Any) -> str:
     from tokenward import memos
 
+    if not hasattr(memos, "held"):   # a tree from before issue 43: memos counted in entries
+        return "memos: (this tree does not report them)"
     held = memos.held()
     return (f"memos: {held['entries']} entries of {held['bytes'] / 2**20:.1f} MiB of text "
             f"(bound {held['bound'] / 2**20:.0f} MiB)")
@@ -90,7 +108,6 @@ def memo_report(gateway: Any) -> str:
 async def run(args: argparse.Namespace) -> None:
     from tokenward.app import Gateway
     from tokenward.config.loader import parse_config
-    from tokenward.mock.app import MockUpstream
     from tokenward.upstream.memory import MemoryTransport
 
     with tempfile.TemporaryDirectory(prefix="tokenward-agents-") as tmp_name:
@@ -99,8 +116,12 @@ async def run(args: argparse.Namespace) -> None:
         raw = yaml.safe_load(path.read_text())
         raw["logging"]["decisions"] = str(tmp / "decisions.jsonl")
         gateway = Gateway(parse_config(yaml.safe_dump(raw), environ={}),
-                          transports={"local": MemoryTransport(MockUpstream())})
+                          transports={"local": MemoryTransport(Backend())})
         await gateway.startup()
+        if args.memo_bytes is not None:
+            from tokenward import memos
+
+            memos.configure(args.memo_bytes)
         try:
             key = (await gateway.services.keys.create(EXAMPLES_TENANT))[0]
             auth = f"Bearer {key}".encode()
@@ -110,8 +131,8 @@ async def run(args: argparse.Namespace) -> None:
             for i in range(warm):
                 await call(gateway, auth, make(i))
             if args.memory:
-                print(f"after {warm} requests: RSS {rss_mib_self():.1f} MiB (+{rss_mib_self() - rss0:.1f}); "
-                      + memo_report(gateway))
+                print(f"after {warm} requests: RSS {rss_mib_self():.1f} MiB (+{rss_mib_self() - rss0:.1f} over "
+                      f"the warm-up); " + memo_report(gateway), flush=True)
             work = [make(warm + i) for i in range(args.requests)]
             profiler = cProfile.Profile() if args.profile else None
             started = time.thread_time()
@@ -126,7 +147,7 @@ async def run(args: argparse.Namespace) -> None:
                   f"{took * 1e6 / len(work):.1f} us CPU per request over {len(work)} requests")
             if profiler:
                 out = io.StringIO()
-                pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(args.top)
+                pstats.Stats(profiler, stream=out).sort_stats(args.sort).print_stats(args.top)
                 print(out.getvalue())
         finally:
             await gateway.shutdown()
@@ -145,7 +166,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--memory", action="store_true")
+    parser.add_argument("--memo-bytes", type=int, help="memos.max_bytes (default: the config's default)")
     parser.add_argument("--top", type=int, default=30)
+    parser.add_argument("--sort", default="tottime", help="cProfile's order: tottime, cumulative")
     args = parser.parse_args()
     try:
         import uvloop

@@ -178,10 +178,22 @@ def probe(gateway_url: str, api_key: str | None, config: Path, tmp: Path, model:
     return api_key
 
 
-def backend_posts(backend_url: str) -> int:
-    """The completions the benchmark backend has answered (its own counter)."""
-    with urllib.request.urlopen(backend_url + "/_bench/stats", timeout=5) as resp:
-        return int(json.loads(resp.read())["posts"])
+def backend_posts(backend_url: str, settle_s: float = 10.0) -> int:
+    """The completions the benchmark backend has answered (its own counter), once it has
+    stopped moving: a proxy may still be forwarding requests its client gave up on."""
+    def read() -> int:
+        with urllib.request.urlopen(backend_url + "/_bench/stats", timeout=5) as resp:
+            return int(json.loads(resp.read())["posts"])
+
+    deadline = time.monotonic() + settle_s
+    last = read()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    return last
 
 
 def wrk_side(url: str, conns: int, duration: float, env: dict | None, backend: Proc, proxy: Proc,
@@ -205,7 +217,6 @@ def wrk_side(url: str, conns: int, duration: float, env: dict | None, backend: P
     result["gateway_cpu_us_per_request"] = (result["cpu_util"]["gateway"] * seconds * 1e6
                                             / max(result["requests"], 1)) if through_proxy else None
     if posts0 is not None:
-        time.sleep(0.3)   # requests in flight when wrk stopped
         result["backend_posts"] = backend_posts(backend_url) - posts0
         if not result["requests"] <= result["backend_posts"] <= result["requests"] + conns or result["errors"]:
             raise BenchError(f"{url}: wrk saw {result['requests']} answered ({result['errors']} errors), "
