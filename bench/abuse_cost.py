@@ -6,7 +6,7 @@ Runs one real request through the full pipeline (bench/full.yaml, abuse signals 
 inproc stub upstream), keeps its context, then times on it, in process CPU:
 
 - the observer (abuse/observe.py): the hot path's share of the signals, per decision;
-- the control stage (stages/s35_control.py): admit and release with nothing in force;
+- the control stage (stages/s07_control.py): admit and release with nothing in force;
 - a batch (abuse/engine.py ``flush``) of that many observations, per observation: the
   work done off the request path, in the same process, once a second.
 
@@ -46,9 +46,9 @@ async def measure(gateway, args, config_path: Path) -> None:
     gateway.runner._finish = lambda ctx: (captured.setdefault("ctx", ctx), finish(ctx))
     await inproc.one_request(gateway, scope, body, [])
     ctx = captured["ctx"]
-    engine = gateway.services.abuse
+    engine = gateway.parts.abuse
     observer = engine.observer
-    stage = next(s for s in gateway.services.stages if s.name == "control")
+    stage = next(s for s in gateway.parts.stages if s.name == "control")
     n = args.requests
 
     def observe(count: int) -> None:

@@ -37,8 +37,8 @@ from tokenward.config.loader import effective_plan, parse_config
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Principal
 from tokenward.reconcile.usage import Usage
-from tokenward.stages.s10_edge import Route
-from tokenward.stages.s60_admit import AdmissionStage
+from tokenward.stages.s02_edge import Route
+from tokenward.stages.s10_admission import AdmissionStage
 
 CONFIG = """
 upstreams: {local: {base_url: "http://127.0.0.1:9/v1"}}

@@ -26,8 +26,10 @@ import time
 
 from tokenward.config.loader import parse_config
 from tokenward.pipeline.context import RequestContext
-from tokenward.services import Services
-from tokenward.stages import s20_identity, s30_entitlement
+from tokenward.assemble.gateway import assemble
+from tokenward.observe.telemetry import Telemetry
+from tokenward.stages import order
+from tokenward.stages import s03_identity, s06_entitlement
 
 CONFIG = """
 upstreams: {local: {base_url: "http://127.0.0.1:9/v1"}}
@@ -84,10 +86,12 @@ async def measure(stages, key: str, body: bytes, n: int, repeat: int) -> tuple[f
 
 async def main(n: int, repeat: int) -> int:
     with tempfile.TemporaryDirectory() as tmp:
-        services = Services(parse_config(CONFIG % tmp, {}))
-        identity = await s20_identity.build(services)
-        entitlement = s30_entitlement.build(services)
-        keys = services.keys
+        parts = await assemble(parse_config(CONFIG % tmp, {}), telemetry=Telemetry(),
+                               stages=order.only({"edge", "identity", "entitlement"}))
+        identity = next(s for s in parts.stages if isinstance(s, s03_identity.IdentityStage))
+        entitlement = next(s for s in parts.stages if isinstance(s, s06_entitlement.EntitlementStage))
+        keys = parts.keys
+        assert keys is not None
         acme, _ = await keys.create("acme")
         globex, _ = await keys.create("globex")
         identity.api_keys.cache._configured_ttl = identity.api_keys.cache.ttl_s = 3600.0
@@ -103,7 +107,7 @@ async def main(n: int, repeat: int) -> int:
             await measure(stages, key, body, 100, 1)  # warm the cache and the code paths
             us, outcome = await measure(stages, key, body, n, repeat)
             results.append((name, us, outcome))
-        await services.stop()
+        await parts.stop()
     print(f"identity + entitlement, warm cache, CPU per request (best of {repeat} x {n}):")
     for name, us, outcome in results:
         print(f"  {name:<40} {us:6.2f} us   ({outcome or 'admitted'})")

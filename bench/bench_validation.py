@@ -25,9 +25,9 @@ import msgspec
 from tokenward.config.schema import ModelConfig, PlanConfig
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Principal
-from tokenward.stages.s10_edge import Route
-from tokenward.stages.s40_validate import ValidationStage
-from tokenward.stages.s50_work import WorkStage
+from tokenward.stages.s02_edge import Route
+from tokenward.stages.s08_validation import ValidationStage
+from tokenward.stages.s09_work import WorkStage
 from tokenward.tokenize.registry import build_counter
 
 PATH = "/v1/chat/completions"

@@ -52,7 +52,7 @@ async def _child(tree: Path, chunks: int, n: int) -> None:
         path.write_text(yaml.safe_dump(raw))
         gateway = Gateway(load_config(path))
         ticks = itertools.count(1_800_000_000_000)
-        gateway.services.clock = lambda: next(ticks) / 1000
+        gateway.parts.clock = lambda: next(ticks) / 1000
         await gateway.startup()
         inproc.stub_pools(gateway, chunks)
         body = inproc.BODY if not chunks else inproc.BODY[:-1] + b',"stream":true}'

@@ -41,7 +41,7 @@ PARTS = ("empty", "no-key", "no-store")
 
 def _switch_off(part: str) -> None:
     import tokenward.cache.key as key_module
-    import tokenward.stages.s85_cache as s85
+    import tokenward.stages.s14_cache as s85
 
     if part == "empty":
         async def admit(self, ctx):

@@ -79,7 +79,7 @@ async def start(tmp: str, screening: bool, cache: bool):
     gateway = Gateway(load_config(config(tmp, screening, cache)), clock=lambda: next(ticks) / 1000)
     await gateway.startup()
     stub_pools(gateway, 0)
-    key, _ = await gateway.services.keys.create("bench")
+    key, _ = await gateway.parts.keys.create("bench")
     return gateway, key
 
 

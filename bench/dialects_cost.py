@@ -84,7 +84,7 @@ async def start(tmp: str, chunks: int):
     gateway = Gateway(load_config(path), clock=lambda: next(ticks) / 1000)
     await gateway.startup()
     stub_pools(gateway, chunks)
-    key, _ = await gateway.services.keys.create("bench")
+    key, _ = await gateway.parts.keys.create("bench")
     return gateway, key
 
 

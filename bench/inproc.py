@@ -75,7 +75,7 @@ def stub_pools(gateway, chunks: int) -> None:
     async def request(method, path, headers, body, *, timeout=None):
         return StubResponse(chunks)
 
-    for pool in gateway.services.targets.pools.values():
+    for pool in gateway.parts.targets.pools.values():
         pool.request = request
 
 
@@ -193,7 +193,7 @@ async def measure(gateway, args, config_path: Path) -> None:
         used = min(used, time.process_time() - started)
     unit = "chunk" if args.stream_chunks else "request"
     per = used * 1e6 / args.requests / max(args.stream_chunks, 1)
-    stages = [s.name for s in gateway.services.stages]
+    stages = [s.name for s in gateway.parts.stages]
     print(f"stages: {', '.join(stages)}; without: {args.without or '-'}; best of {args.repeat} x {args.requests}; "
           f"{per:.1f} us CPU per {unit} (app only: no server, no sockets)")
     if args.profile:

@@ -46,9 +46,9 @@ async def main(n: int, rounds: int) -> None:
         gateway = Gateway(load_config(path), clock=lambda: next(ticks) / 1000)
         await gateway.startup()
         stub_pools(gateway, 0)
-        key, _ = await gateway.services.keys.create("bench")
-        book = gateway.services.jobs
-        plan = gateway.services.config.plans["bench"]
+        key, _ = await gateway.parts.keys.create("bench")
+        book = gateway.parts.jobs
+        plan = gateway.parts.config.plans["bench"]
         job = await book.create("bench", plan, JobRequest(budget_tokens=2_000_000_000, max_seconds=3600))
         body = b'{"model":"bench-chat","max_tokens":16,"messages":[{"role":"user","content":"Say hello."}]}'
         plain = make_scope(key, body)

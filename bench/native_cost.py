@@ -120,9 +120,9 @@ async def start(tmp: str, stream: bool, chunks: int):
     async def request(method, upstream_path, headers, body, *, timeout=None):
         return NativeStub(upstream_path, stream, chunks)
 
-    for pool in gateway.services.targets.pools.values():
+    for pool in gateway.parts.targets.pools.values():
         pool.request = request
-    key, _ = await gateway.services.keys.create("bench")
+    key, _ = await gateway.parts.keys.create("bench")
     return gateway, key
 
 

@@ -41,7 +41,7 @@ BEFORE_CACHE = ("edge", "identity", "entitlement", "control", "validation", "wor
 
 
 async def _run(gateway, key: str, bodies, n: int) -> tuple[float, dict[str, float]]:
-    metrics = gateway.services.metrics
+    metrics = gateway.parts.metrics
     before = metrics.stage_totals()
     started = time.process_time()
     for i in range(n):

@@ -104,7 +104,7 @@ class RunningGateway:
     @property
     def metrics(self) -> Any:
         """This gateway's own request metrics (observe/metrics.py), zero at its start."""
-        return self.gateway.services.metrics
+        return self.gateway.parts.metrics
 
     @property
     def auth(self) -> dict[str, str]:
@@ -115,14 +115,14 @@ class RunningGateway:
         return httpx.AsyncClient(headers=self.auth, timeout=kwargs.pop("timeout", 10), **kwargs)
 
     async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
-        plaintext, _ = await self.gateway.services.keys.create(tenant, **kwargs)
+        plaintext, _ = await self.gateway.parts.keys.create(tenant, **kwargs)
         return plaintext
 
     def decisions(self) -> list[dict]:
         import orjson
 
         assert self.decisions_path is not None
-        self.gateway.services.decisions.flush()
+        self.gateway.parts.decisions.flush()
         if not self.decisions_path.exists():
             return []
         return [orjson.loads(line) for line in self.decisions_path.read_bytes().splitlines() if line]
@@ -179,7 +179,7 @@ async def gateway_in_process(config_text: str, decisions_path: Path | None = Non
     gateway = Gateway(parse_config(config_text, environ={}))
     server, port = await start_app(gateway, http)
     running = RunningGateway(f"http://127.0.0.1:{port}", gateway, server, decisions_path)
-    if gateway.config.tenants and gateway.services.keys is not None:
+    if gateway.config.tenants and gateway.parts.keys is not None:
         running.key = await running.new_key(next(iter(gateway.config.tenants)))
     try:
         yield running

@@ -23,13 +23,15 @@ from .http.asgi import Receive, Scope, Send
 from .http.responses import send_json, send_refusal
 from .memos import enter as enter_tenant
 from .own_routes import HEALTHY, STARTING, ModelList
-from .observe.decision_log import build_record
+from .observe.decision_log import DecisionLog, build_record
 from .observe.telemetry import Telemetry
 from .assemble.known_series import seed as seed_known_series
 from .pipeline.context import RequestContext
 from .pipeline.runner import Runner
-from .services import Services
-from .stages.order import Builder
+from .stages.s03_identity import IdentityStage
+from .assemble.gateway import Parts, assemble
+from .assemble.routes import FAMILY_PREFIXES, MODEL_LIST, OWN_PATHS, Owner, RouteTable, route_table
+from .stages import order
 from .upstream.forward import Forwarder
 
 if TYPE_CHECKING:
@@ -49,7 +51,7 @@ _NOT_SERVED = {
 class Gateway:
     def __init__(self, config: Config, freeze_gc: bool = False, inherit: "Gateway | None" = None,
                  clock: Callable[[], float] | None = None,
-                 stages: Sequence[tuple[str, Builder]] | None = None,
+                 stages: Sequence[tuple[str, order.Builder]] | None = None,
                  shared_metrics_dir: str | None = None, transports: Mapping[str, Any] | None = None) -> None:
         self.config = config
         self._freeze_gc = freeze_gc
@@ -59,11 +61,14 @@ class Gateway:
         # (stages/order.py). ``shared_metrics_dir``: where the workers of
         # ``serve --workers N`` answer a scrape together (cli/serve.py). ``transports``: an
         # upstream's transport by name when it is not HTTP over TCP (upstream/memory.py).
-        telemetry = inherit.services.telemetry if inherit is not None else Telemetry(shared_metrics_dir)
-        self.services: Services = Services(config, inherited=inherit.services if inherit is not None else None,
-                                           clock=clock, stages=stages, telemetry=telemetry,
-                                           transports=transports)
-        self.metrics = telemetry.requests
+        self.telemetry: Telemetry = inherit.telemetry if inherit is not None else Telemetry(shared_metrics_dir)
+        self._inherit = inherit
+        self._clock = clock
+        # read when the gateway starts: a bench may narrow stages.order.STAGES before that
+        self._stages = stages
+        self._transports = transports
+        self._parts: Parts | None = None   # assembled at start-up (assemble/gateway.py)
+        self.metrics = self.telemetry.requests
         # requests inside this app now: a replaced app shuts down once it has none left
         self.active = 0
         # set by whoever serves this app and can reload it (cli/serve.py): POST /admin/reload
@@ -75,27 +80,37 @@ class Gateway:
         self._models = ModelList(config)
         self.metrics.routes.add(r.path for r in config.routes or ())   # the route labels metrics may take
         self._metrics_public = config.server.expose_metrics
-        self._own_paths = frozenset(("/healthz", "/readyz", "/openapi.json", "/metrics"))
+        self._routes: RouteTable | None = None   # which part answers each path, once started
         self._loop: asyncio.AbstractEventLoop   # set by startup; no request is served before it
         self._observe: Callable[[RequestContext], None] | None = None
+        self._decisions: DecisionLog | None = None
         self._jobs_api: JobsApi | None = None   # the /v1/jobs routes, built on their first request
+
+    @property
+    def parts(self) -> Parts:
+        """The started gateway's parts (assemble/gateway.py)."""
+        parts = self._parts
+        if parts is None:
+            raise RuntimeError("the gateway has not started: its parts are assembled at start-up")
+        return parts
 
     async def startup(self) -> None:
         self._loop = asyncio.get_running_loop()
-        await self.services.start()
-        await self.services.telemetry.exposition.start()   # with several workers: hear the others' scrapes
-        await seed_known_series(self.services)   # zeros for the configured label sets (assemble/known_series.py)
-        admin = self.services.admin
-        if admin is not None:
-            admin.actions["reload"] = self._reload
+        inherited = self._inherit._parts if self._inherit is not None else None
+        self._inherit = None   # the replaced gateway is not kept alive by this one
+        parts = self._parts = await assemble(
+            self.config, clock=self._clock, telemetry=self.telemetry,
+            stages=self._stages if self._stages is not None else order.STAGES,
+            inherited=inherited, transports=self._transports, reload=self._reload)
+        await self.telemetry.exposition.start()   # with several workers: hear the others' scrapes
+        await seed_known_series(parts)   # zeros for the configured label sets (assemble/known_series.py)
         # the abuse signals' share of each decision (abuse/observe.py), when configured; else
         # the status page's per-tenant screening counts (control/status.py), when it is served
-        self._observe = self.services.observe or self.services.status_tally
-        targets = self.services.targets
-        assert targets is not None, "Services.start builds the upstream table"
-        self._forwarder = Forwarder(targets, self.config.stream)
-        self.runner = Runner(self.services.stages, self._forwarder, self._finish,
-                             routes={"/v1/models": self._models})
+        self._observe = parts.observe
+        self._decisions = parts.decisions
+        self._forwarder = Forwarder(parts.targets, self.config.stream)
+        self.runner = Runner(parts.stages, self._forwarder, self._finish, routes={MODEL_LIST: self._models})
+        self._routes = route_table(self.config, parts)
         if self._freeze_gc:
             # What start-up built lives as long as the process: keep it out of every GC pass.
             gc.collect()
@@ -107,7 +122,9 @@ class Gateway:
             gc.set_threshold(5000, 50, 100)
 
     async def shutdown(self) -> None:
-        await self.services.stop()
+        self.runner = None
+        if self._parts is not None:
+            await self._parts.stop()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         # HTTP handled here, not in a helper: one coroutine frame less under every await
@@ -117,8 +134,7 @@ class Gateway:
                 await self._lifespan(receive, send)
             return
         path = scope["path"]
-        if (path in self._own_paths or path.startswith(("/admin/", "/v1/jobs", "/_mock/"))) and await self._own(
-                path, scope, receive, send):
+        if (path in OWN_PATHS or path.startswith(FAMILY_PREFIXES)) and await self._own(path, scope, receive, send):
             return
         runner = self.runner
         if runner is None:
@@ -138,35 +154,47 @@ class Gateway:
             self.active -= 1
 
     async def _own(self, path: str, scope: Scope, receive: Receive, send: Send) -> bool:
-        """The gateway's own routes: health, readiness, OpenAPI, metrics, admin. False: not
-        one of them after all (the pipeline answers it)."""
-        if path == "/healthz":
+        """A path the routing table gives to a part other than the pipeline (assemble/routes.py):
+        health, readiness, OpenAPI, metrics, admin, jobs, the mock's controls. False: the
+        pipeline's after all (an own path asked with a method it does not answer)."""
+        table = self._routes
+        if table is None:   # not started yet: alive, not ready, nothing else
+            if path == "/healthz":
+                await send_json(send, 200, HEALTHY, self._next_id().encode())
+            elif path == "/readyz":
+                await send_json(send, 503, STARTING, self._next_id().encode())
+            else:
+                await send_refusal(send, Refusal(Reason.budget_store_unavailable, "gateway is starting"),
+                                   self._next_id().encode())
+            return True
+        owner = table.owner(scope["method"], path)
+        if owner is Owner.PIPELINE:
+            return False
+        if owner is Owner.HEALTH:
             await send_json(send, 200, HEALTHY, self._next_id().encode())
-        elif path == "/openapi.json":
-            if scope["method"] != "GET":
-                return False
+        elif owner is Owner.OPENAPI:
             from .openapi import openapi_document
 
             await send_json(send, 200, openapi_document(self.config.routes or ()), self._next_id().encode())
-        elif path == "/readyz":
+        elif owner is Owner.READY:
             await self._readyz(send)
-        elif path == "/metrics":
+        elif owner is Owner.METRICS:
             if not self._metrics_public:
                 await send_refusal(send, Refusal(Reason.route_denied, _NOT_SERVED["/metrics"]),
                                    self._next_id().encode())
                 return True
-            await self.services.telemetry.exposition.send(send)
-        elif path.startswith("/v1/jobs"):
+            await self.telemetry.exposition.send(send)
+        elif owner is Owner.JOBS:
             await self._jobs(scope, receive, send)
-        elif path.startswith("/_mock/"):
+        elif owner is Owner.MOCK:
             # the built-in mock's controls (stats, release, reset) on the gateway's own port,
-            # when an upstream is builtin:mock (the quickstart); else route_denied as before
-            mock = self.services.builtin_mock
+            # when an upstream is builtin:mock (the quickstart); else the pipeline's route_denied
+            mock = self.parts.builtin_mock
             if mock is None:
                 return False
             await mock(scope, receive, send)
         else:
-            admin = self.services.admin
+            admin = self.parts.admin
             if admin is None:
                 await send_refusal(send, Refusal(Reason.route_denied, f"route {path} {self._admin_off()}"),
                                    self._next_id().encode())
@@ -193,8 +221,8 @@ class Gateway:
         if api is None:
             from .jobs.api import JobsApi
 
-            jobs = self.services.jobs
-            identity = next((stage for stage in self.services.stages if stage.name == "identity"), None)
+            jobs = self.parts.jobs
+            identity = next((stage for stage in self.parts.stages if isinstance(stage, IdentityStage)), None)
             if jobs is None or identity is None:   # a gateway built without admission or identity
                 await send_refusal(send, Refusal(Reason.route_denied, "route /v1/jobs is not served by this gateway"),
                                    self._next_id().encode())
@@ -204,11 +232,12 @@ class Gateway:
 
     async def _readyz(self, send: Send) -> None:
         """Ready once started and while every required upstream and the budget store answer."""
-        if self.runner is None or not self.services.ready or self.services.health is None:
+        if self.runner is None or self._parts is None:
             await send_json(send, 503, STARTING, self._next_id().encode())
             return
-        ready, upstreams = await self.services.health.report()
-        stores = await self.services.health.stores()   # budget_store: named while it cannot be reached
+        health = self._parts.health
+        ready, upstreams = await health.report()
+        stores = await health.stores()   # budget_store: named while it cannot be reached
         failing = [name for name, probe in stores.items() if not probe["healthy"]]
         ready = ready and not failing
         answer: dict[str, Any] = {"status": "ok" if ready else "unavailable", "upstreams": upstreams}
@@ -230,7 +259,7 @@ class Gateway:
         observe = self._observe
         if observe is not None:
             observe(ctx)
-        decisions = self.services.decisions
+        decisions = self._decisions
         if decisions is not None and decisions.enabled:
             decisions.write(build_record(ctx, perf_counter_ns(), metrics.routes.label(ctx)))
 

@@ -54,7 +54,7 @@ class Reason(enum.Enum):
     key_suspended = (403, _PERM)
     key_scope_denied = (403, _PERM)
     keystore_unavailable = (503, _UPSTREAM)
-    # control: abuse actions and operator controls (stages/s35_control.py); the code says
+    # control: abuse actions and operator controls (stages/s07_control.py); the code says
     # which action applies, never which signal fired
     key_restricted = (403, _PERM)
     key_concurrency_reduced = (429, _RATE)

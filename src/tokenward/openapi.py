@@ -15,6 +15,8 @@ from typing import Any
 import msgspec
 
 from .config.schema import RouteConfig
+from .dialects.messages_schema import CountTokensRequest, MessagesRequest
+from .dialects.responses_schema import ResponsesRequest
 from .errors import Reason
 from .validation.schemas import ROUTE_SCHEMAS
 
@@ -39,7 +41,17 @@ _SUMMARIES = {
     "/v1/completions": "Create a text completion (OpenAI-compatible)",
     "/v1/embeddings": "Create embeddings (OpenAI-compatible)",
     "/v1/models": "List the models the caller is entitled to",
+    "/v1/responses": "Create a response (OpenAI Responses API)",
+    "/v1/messages": "Create a message (Anthropic Messages API)",
+    "/v1/messages/count_tokens": "Count a message's input tokens (Anthropic Messages API)",
 }
+# The dialects' request bodies (dialects/): the Structs the dialect stage decodes with.
+DIALECT_SCHEMAS: dict[str, type[msgspec.Struct]] = {
+    "/v1/responses": ResponsesRequest,
+    "/v1/messages": MessagesRequest,
+    "/v1/messages/count_tokens": CountTokensRequest,
+}
+SCHEMAS: dict[str, type[msgspec.Struct]] = {**ROUTE_SCHEMAS, **DIALECT_SCHEMAS}
 
 
 def _error_responses() -> dict[str, Any]:
@@ -51,7 +63,7 @@ def _error_responses() -> dict[str, Any]:
 
 
 def _operation(route: RouteConfig, method: str) -> dict[str, Any]:
-    schema = ROUTE_SCHEMAS.get(route.path)
+    schema = SCHEMAS.get(route.path)
     op: dict[str, Any] = {
         "operationId": f"{method.lower()}_{route.path.strip('/').replace('/', '_')}",
         "summary": _SUMMARIES.get(route.path, route.path),
@@ -61,7 +73,7 @@ def _operation(route: RouteConfig, method: str) -> dict[str, Any]:
     if schema is not None and method == "POST":
         op["requestBody"] = {"required": True, "content": {
             "application/json": {"schema": {"$ref": _REF.format(name=schema.__name__)}}}}
-        if route.path != "/v1/embeddings":
+        if route.path not in ("/v1/embeddings", "/v1/messages/count_tokens"):
             op["responses"]["200"]["content"]["text/event-stream"] = {"schema": {"type": "string"}}
     op["responses"].update(_error_responses())
     return op
@@ -74,8 +86,8 @@ def _health(summary: str) -> dict[str, Any]:
 
 @lru_cache(maxsize=8)
 def openapi_document(routes: tuple[RouteConfig, ...]) -> bytes:
-    served = [r for r in routes if r.path in ROUTE_SCHEMAS or r.path == "/v1/models"]
-    schemas = [ROUTE_SCHEMAS[r.path] for r in served if r.path in ROUTE_SCHEMAS]
+    served = [r for r in routes if r.path in SCHEMAS or r.path == "/v1/models"]
+    schemas = [SCHEMAS[r.path] for r in served if r.path in SCHEMAS]
     _, components = msgspec.json.schema_components([*schemas, ErrorEnvelope], ref_template=_REF)
     error_body = components.get("ErrorBody")
     if error_body is not None:

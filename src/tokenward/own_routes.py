@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import time
 
-import msgspec
-
 from .config.globs import is_literal
 from .config.schema import Config
 from .pipeline.context import RequestContext
 from .pipeline.stage import Exit, ExitKind
 from .reconcile.usage import NOTHING_USED
 from .http.responses import JSON
-
-_encode = msgspec.json.encode
+from .wire.codec import json_encode as _encode
 
 
 class ModelList:

@@ -39,8 +39,8 @@ async def _classroom(gw, clock: Clock, exempt: bool, exempt_for: str = "30d"):
         resp = await gw.client.post("/v1/chat/completions", json=_prompt(name),
                                     headers={"authorization": f"Bearer {key}", "x-forwarded-for": "192.0.2.10"})
         statuses.append(resp.status_code)
-    await observed(gw.services.abuse, len(STUDENTS))
-    taken = await gw.services.abuse.flush()
+    await observed(gw.parts.abuse, len(STUDENTS))
+    taken = await gw.parts.abuse.flush()
     return statuses, taken, keys
 
 
@@ -50,8 +50,8 @@ async def test_classroom_under_an_exemption_is_not_acted_on(tmp_path, backend):
         statuses, taken, _ = await _classroom(gw, clock, exempt=True)
         assert statuses == [200] * 30
         assert taken == []
-        assert [c.kind for c in gw.services.control.view.controls] == ["exempt"]
-        assert gw.services.enforcement.exempted["campaign"] == 1   # the signal fired; the exemption held it
+        assert [c.kind for c in gw.parts.control.view.controls] == ["exempt"]
+        assert gw.parts.enforcement.exempted["campaign"] == 1   # the signal fired; the exemption held it
         assert not [a for a in await gw.audit() if a["action"].startswith("abuse:") and a["action"] != "abuse:exempt"]
 
 
@@ -81,6 +81,6 @@ async def test_an_expired_exemption_no_longer_holds_the_signal(tmp_path, backend
         statuses, taken, _ = await _classroom(gw, clock, exempt=True, exempt_for="1h")
         assert statuses == [200] * 30
         assert [(c.kind, c.tenant, c.rule) for c in taken] == [("review", "acme", "campaign")]
-        assert gw.services.enforcement.exempted["campaign"] == 0
+        assert gw.parts.enforcement.exempted["campaign"] == 0
         controls = (await gw.admin("/admin/controls?tenant=acme")).json()["data"]
         assert [c["kind"] for c in controls] == ["review"]

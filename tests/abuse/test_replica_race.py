@@ -18,9 +18,9 @@ async def test_one_action_when_replicas_race(tmp_path, backend, redis_server):
         key_id = plaintext[3:19]
         observed = (1.0e9, "acme", key_id, None, 200, 5, False, "small-chat", False, True, False, None, None)
         for _ in range(5):
-            one.services.abuse.observer.buffer.append(observed)
-            two.services.abuse.observer.buffer.append(observed)
-        taken = await asyncio.gather(one.services.abuse.flush(), two.services.abuse.flush())
+            one.parts.abuse.observer.buffer.append(observed)
+            two.parts.abuse.observer.buffer.append(observed)
+        taken = await asyncio.gather(one.parts.abuse.flush(), two.parts.abuse.flush())
         assert sorted(len(t) for t in taken) == [0, 1]
         audit = [a for a in await one.audit() if a["action"] == "abuse:suspend"]
         assert len(audit) == 1 and audit[0]["key_id"] == key_id

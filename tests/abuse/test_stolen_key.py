@@ -24,7 +24,7 @@ async def _replay(config, clock: Clock):
     async with gateway(config, clock) as gw:
         plaintext = await gw.new_key()
         key = {"authorization": f"Bearer {plaintext}"}
-        engine = gw.services.abuse
+        engine = gw.parts.abuse
         owner, thief = [], []
         for day in range(14):
             for hour in range(9, 17):
@@ -37,7 +37,7 @@ async def _replay(config, clock: Clock):
                 if engine is not None:
                     await observed(engine, 3)
                     await engine.flush()
-        before = list(gw.services.control.view.controls)
+        before = list(gw.parts.control.view.controls)
         clock.now = T0 + 14 * DAY + 3 * 3600
         steps = []
         for _ in range(14):

@@ -24,11 +24,11 @@ async def test_batches_fail_quietly_and_recover(tmp_path, backend, redis_server,
         resp = await gw.admin("/admin/abuse/actions", {"action": "reduce_concurrency", "key_id": plaintext,
                                                       "for": "1h", "reason": "r"})
         assert resp.status_code == 201
-        enforcement = gw.services.enforcement
+        enforcement = gw.parts.enforcement
         errors = enforcement.store_errors
         redis_server.stop()
         try:
-            gw.services.abuse.observer.buffer.append(OBSERVED)
+            gw.parts.abuse.observer.buffer.append(OBSERVED)
             for _ in range(100):
                 if enforcement.store_errors > errors:
                     break
@@ -46,7 +46,7 @@ async def test_batches_fail_quietly_and_recover(tmp_path, backend, redis_server,
         for _ in range(100):
             if any("work again" in r.getMessage() for r in caplog.records):
                 break
-            gw.services.abuse.observer.buffer.append(OBSERVED)
+            gw.parts.abuse.observer.buffer.append(OBSERVED)
             await asyncio.sleep(0.05)
         assert any("work again" in r.getMessage() for r in caplog.records)
         for _ in range(100):   # the budget's breaker lets a probe through and closes

@@ -21,7 +21,7 @@ async def test_a_model_the_key_never_used_and_repeated_refusals_fire_their_rules
     clock = Clock(T0)
     config = abuse_config(tmp_path, backend.port, shadow=False, rules=RULES, min_history_days=1)
     async with gateway(config, clock) as gw:
-        engine = gw.services.abuse
+        engine = gw.parts.abuse
         steady = {"authorization": f"Bearer {await gw.new_key()}"}
         for day in range(3):                            # history: small-chat only, a few an hour
             for hour in range(9, 12):

@@ -153,7 +153,7 @@ class Stack:
         return await self.client.post(path, content=raw, headers={**headers, "content-type": "application/json"})
 
     def decisions(self) -> list[dict[str, Any]]:
-        self.gateway.services.decisions.flush()
+        self.gateway.parts.decisions.flush()
         return [json.loads(line) for line in (self.tmp_path / "decisions.jsonl").read_text().splitlines()]
 
 
@@ -163,7 +163,7 @@ async def hostile_stack(tmp_path: Any) -> AsyncIterator[Stack]:
     gateway = Gateway(parse_config(config(tmp_path), environ={}), transports={"hostile": MemoryTransport(backend)})
     await gateway.startup()
     try:
-        keys = {name: (await gateway.services.keys.create(name))[0] for name in ("team", "narrow", "small")}
+        keys = {name: (await gateway.parts.keys.create(name))[0] for name in ("team", "narrow", "small")}
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://gw",
                                      timeout=30) as client:
             yield Stack(gateway, backend, client, keys, tmp_path)

@@ -92,7 +92,7 @@ async def gw(mock, monkeypatch):  # noqa: F811 - the mock fixture is imported
 
 
 async def test_every_refusal_class_names_its_reason_in_the_header(gw, mock):
-    keys = gw.gateway.services.keys
+    keys = gw.gateway.parts.keys
     revoked = await gw.new_key()
     await keys.revoke(revoked.split("_")[1], reason="test", reviewer="test")
     before = await mock.requests()

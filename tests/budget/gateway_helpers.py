@@ -68,23 +68,23 @@ class InProcess:
 
     @property
     def admitter(self):
-        return self.gateway.services.budget
+        return self.gateway.parts.budget
 
     @property
     def metrics(self):
         """This gateway's own request metrics (observe/metrics.py), zero at its start."""
-        return self.gateway.services.metrics
+        return self.gateway.parts.metrics
 
     @property
     def store(self):
         return self.admitter.shared.store
 
     async def new_key(self, tenant: str = "acme") -> dict[str, str]:
-        plaintext, _ = await self.gateway.services.keys.create(tenant)
+        plaintext, _ = await self.gateway.parts.keys.create(tenant)
         return {"authorization": f"Bearer {plaintext}"}
 
     def decisions(self) -> list[dict]:
-        self.gateway.services.decisions.flush()
+        self.gateway.parts.decisions.flush()
         if not self.decisions_path.exists():
             return []
         return [orjson.loads(line) for line in self.decisions_path.read_bytes().splitlines() if line]

@@ -36,7 +36,7 @@ class RefuseOnHeader(BaseStage):
         return None
 
 
-def build_refuser(services):
+def build_refuser():
     return RefuseOnHeader()
 
 

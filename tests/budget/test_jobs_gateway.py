@@ -70,10 +70,10 @@ async def test_a_jobs_budget_is_terminal_and_refusals_never_reach_the_backend(tm
             assert control.status_code == 200 and await mock.requests() == seen + 1
             await gw.settled()
             # the measures: per job request outcome, tokens charged, denied work by kind
-            assert {k[1]: v for k, v in gw.gateway.services.work.job_requests.items() if k[0] == "acme"} == {
+            assert {k[1]: v for k, v in gw.gateway.parts.work.job_requests.items() if k[0] == "acme"} == {
                 "admitted": 1, "completed": 1, "refused_terminal": 2}
-            assert gw.gateway.services.work.job_spent["acme"] == state["spent_tokens"]
-            assert gw.gateway.services.work.refused_tokens[("acme", "terminal")] > 0 and gw.gateway.services.work.jobs[("acme", "exhausted")] == 1
+            assert gw.gateway.parts.work.job_spent["acme"] == state["spent_tokens"]
+            assert gw.gateway.parts.work.refused_tokens[("acme", "terminal")] > 0 and gw.gateway.parts.work.jobs[("acme", "exhausted")] == 1
 
 
 async def test_a_made_up_or_another_tenants_job_is_not_found(tmp_path, store_url):
@@ -132,7 +132,7 @@ async def test_a_job_budgeted_in_usd_is_charged_what_its_requests_cost(tmp_path,
         path = config(tmp_path, mock.port, store_url, jobs=plan,
                       models={"free-chat": {"upstream": "mock", "context_window": 32768}})
         async with in_process(path, clock=clock) as gw:
-            plaintext, record = await gw.gateway.services.keys.create("acme")
+            plaintext, record = await gw.gateway.parts.keys.create("acme")
             key = {"authorization": f"Bearer {plaintext}"}
             ns = tenant_namespace("tw", "acme")
             job = await new_job(gw, key, budget_usd=0.0002)

@@ -29,7 +29,7 @@ def _config(mock_url: str, store: str) -> str:
 async def _probe(gw, client) -> dict:
     """What one request reserves (tokens, micro-USD), read from the x-ratelimit headers'
     source: the decision's budget note, through a key without limits of its own."""
-    stage = gw.gateway.services.stages
+    stage = gw.gateway.parts.stages
     seen: dict = {}
     admission = next(s for s in stage if getattr(s, "name", "") == "admission")
     original = admission.admitter.reserve

@@ -172,7 +172,7 @@ async def test_ttl_expiry_purge_and_cache_control(tmp_path, mock):
         assert await status(**{"cache-control": "no-cache"}) == "bypass"   # not looked up
         assert await status(**{"cache-control": "no-store"}) == "bypass"
         assert await status() == "hit"
-        admin = gw.gateway.services.cache
+        admin = gw.gateway.parts.cache
         assert (await admin.purge("acme"))["purged"] >= 1
         assert await status() == "miss"
         nocache = await sdk(gw, "initech")
@@ -369,6 +369,6 @@ async def test_with_the_output_screen_the_cache_keeps_no_personal_data(tmp_path,
                 answers.append(reply.choices[0].message.content)
         assert answers == ["Write to [EMAIL] today."] * 2
         assert await mock.requests() == 1                      # the second was a hit
-        store = gw.gateway.services.cache.store
+        store = gw.gateway.parts.cache.store
         stored = [value for _, value in store._entries.values()]
         assert len(stored) == 1 and email.encode() not in stored[0] and b"[EMAIL]" in stored[0]

@@ -132,6 +132,6 @@ async def test_a_paraphrase_is_served_the_answer_and_a_near_miss_is_not(tmp_path
         await acme.chat.completions.create(model="small-chat", max_tokens=16,
                                            messages=[{"role": "user", "content": "How can I reset my password?"}])
         assert await mock.requests() == 5
-        await gw.gateway.services.cache.purge("globex")
+        await gw.gateway.parts.cache.purge("globex")
         assert (await ask("How can I reset my password?"))[0] == "miss"
         await gw.settled()

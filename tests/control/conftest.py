@@ -18,7 +18,7 @@ from tests.budget.conftest import FakeClock
 from tests.support import start_app, stop_app
 from tokenward.app import Gateway
 from tokenward.config.loader import parse_config
-from tokenward.services import Services
+from tokenward.assemble.gateway import Parts
 
 ADMIN = {"authorization": f"Bearer {ADMIN_TOKEN}"}
 
@@ -33,11 +33,11 @@ class Running:
         self.client = client
 
     @property
-    def services(self) -> Services:
-        return self.gateway.services
+    def parts(self) -> Parts:
+        return self.gateway.parts
 
     async def new_key(self, tenant: str = "acme") -> str:
-        plaintext, _ = await self.services.keys.create(tenant)
+        plaintext, _ = await self.parts.keys.create(tenant)
         return plaintext
 
     async def admin(self, path: str, body: dict | None = None) -> httpx.Response:

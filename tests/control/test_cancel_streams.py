@@ -66,7 +66,7 @@ async def test_cancel_streams_in_one_gateway(tmp_path, backend):
             assert 0 < grown <= 0.3 * 50 * 1.5 + 5   # only the one stream left is generating
             tasks[2].cancel()
             await asyncio.gather(tasks[2], return_exceptions=True)
-        store = gw.services.budget.shared.store
+        store = gw.parts.budget.shared.store
         leases = tenant_namespace("tw", "acme") + ":leases"
 
         async def settled() -> bool:

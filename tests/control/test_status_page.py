@@ -65,7 +65,7 @@ async def test_status_page_in_chromium(tmp_path, backend, chromium):
                 for _ in range(6):   # the ninth request would be past the rule: the engine suspends
                     await gw.client.post("/v1/chat/completions", json=chat(), headers=key)
                 deadline = time.monotonic() + 5
-                while not [c for c in gw.services.control.view.controls if c.kind == "suspend"]:
+                while not [c for c in gw.parts.control.view.controls if c.kind == "suspend"]:
                     assert time.monotonic() < deadline, "the engine never suspended the key"
                     await asyncio.sleep(0.05)
                 suspended_at = time.monotonic()

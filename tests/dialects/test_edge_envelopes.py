@@ -1,6 +1,6 @@
 """The edge's own refusals on a dialect's path (a method, a media type the route does not
 take) are in that API's envelope too: the dialect's way out is installed before the edge
-runs (stages/s25_dialect.py DialectExitStage, first in stages/order.py)."""
+runs (stages/s01_dialect_exit.py, first in stages/order.py)."""
 
 from __future__ import annotations
 

@@ -44,16 +44,16 @@ async def test_a_native_backends_usage_is_held_to_the_requests_bounds(tmp_path, 
                       transports={"mock": transport})
     await gateway.startup()
     try:
-        key, _ = await gateway.services.keys.create("team")
+        key, _ = await gateway.parts.keys.create("team")
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://gw") as client:
             resp = await client.post("/v1/responses", headers={"authorization": f"Bearer {key}"},
                                      json={"model": MODEL, "input": "hello", "max_output_tokens": 20})
         assert resp.status_code == 200, resp.text
         assert transport.requests == 1
-        gateway.services.decisions.flush()
+        gateway.parts.decisions.flush()
         record = [json.loads(line) for line in (tmp_path / "decisions.jsonl").read_text().splitlines()][-1]
         reported, budget = record["usage"], record["notes"]["budget"]
-        clamped = sum(gateway.services.metrics.usage_clamped.values())
+        clamped = sum(gateway.parts.metrics.usage_clamped.values())
         assert ("usage_out_of_bounds" in record["notes"]) is cut and (clamped > 0) is cut
         if usage["input_tokens"] < 0:
             assert reported == {} and budget["settle"] == "full" and budget["refunded"] == 0

@@ -1,4 +1,4 @@
-"""The end of a native stream (stages/s25_dialect.py DialectAnswer.close): the gateway's own
+"""The end of a native stream (stages/s05_dialect.py DialectAnswer.close): the gateway's own
 in-band error, written in chat's shape by the relay, becomes the dialect's ``error`` event;
 nothing else of chat's ending (``[DONE]``, a usage chunk) is written into a native stream."""
 
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from tokenward.errors import Reason, Refusal
 from tokenward.http.responses import sse_error_event
-from tokenward.stages.s25_dialect import DialectAnswer, DialectRoute
+from tokenward.stages.s05_dialect import DialectAnswer, DialectRoute
 from tokenward.wire.sse import SseEvent, SseSplitter
 
 ROUTE = SimpleNamespace(path="/v1/responses", methods=frozenset({"POST"}), content_types=frozenset(),

@@ -99,7 +99,7 @@ def said(text: str = "hello the gateway") -> list[dict]:
 
 
 async def settled(gw) -> None:
-    admitter = gw.gateway.services.budget
+    admitter = gw.gateway.parts.budget
     for _ in range(200):
         if not admitter.keeper.open:
             return

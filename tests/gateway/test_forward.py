@@ -268,7 +268,7 @@ async def _wait_cancelled(mock, count: int) -> None:
 
 
 async def test_key_store_outage_is_a_clean_503(gw, mock):
-    store = gw.gateway.services.keystore
+    store = gw.gateway.parts.keystore
     fresh_key = await gw.new_key("acme")  # never looked up, so not cached
     real_get = store.get
 

@@ -128,5 +128,5 @@ async def test_two_gateways_in_one_process_count_apart(make_gateway):
         ok = lambda gw: sum(v for (route, _, reason, _), v in gw.metrics.decisions.items()   # noqa: E731
                             if route == "/v1/chat/completions" and reason == "ok")
         assert (ok(one), ok(other)) == (3, 1)
-        assert one.gateway.services.enforcement is not other.gateway.services.enforcement
-        assert one.gateway.services.enforcement.budget_health is not other.gateway.services.enforcement.budget_health
+        assert one.gateway.parts.enforcement is not other.gateway.parts.enforcement
+        assert one.gateway.parts.enforcement.budget_health is not other.gateway.parts.enforcement.budget_health

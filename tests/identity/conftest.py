@@ -88,11 +88,11 @@ class RunningGateway:
 
     @property
     def keys(self):
-        return self.gateway.services.keys
+        return self.gateway.parts.keys
 
     @property
     def identity(self):
-        return self.gateway.services.identity
+        return self.gateway.parts.identity
 
     async def new_key(self, tenant: str = "acme", **kwargs: Any) -> str:
         plaintext, _ = await self.keys.create(tenant, **kwargs)

@@ -114,7 +114,7 @@ async def test_key_scope_denied_for_a_model_and_for_an_environment(tmp_path, bac
 
 
 def _decisions(gw) -> list[dict]:
-    gw.gateway.services.decisions.flush()
+    gw.gateway.parts.decisions.flush()
     text = (gw.config_path.parent / "decisions.jsonl").read_text()
     return [msgspec.json.decode(line) for line in text.splitlines()]
 
@@ -158,7 +158,7 @@ async def test_spoofed_tenant_headers_and_fields_act_as_the_key_owner(gw, backen
 
 async def test_user_field_is_only_an_end_user_label(gw, backend):
     acme = await gw.new_key("acme")
-    stage = next(s for s in gw.gateway.services.stages if s.name == "identity")
+    stage = next(s for s in gw.gateway.parts.stages if s.name == "identity")
     seen = []
     original = stage.admit
 
@@ -185,7 +185,7 @@ async def test_nothing_in_logs_contains_a_key(gw, backend, caplog):
     for headers in (bearer(good), bearer(revoked), bearer(good[:-2] + "xx"), {"x-api-key": good}):
         await gw.post("/v1/chat/completions", chat(), headers)
         await gw.client.get("/v1/models", headers=headers)
-    gw.gateway.services.decisions.flush()
+    gw.gateway.parts.decisions.flush()
     logs = (gw.config_path.parent / "decisions.jsonl").read_text() + caplog.text
     assert good[3:19] in logs  # key ids are logged; keys and secrets never are
     for key in (good, revoked):

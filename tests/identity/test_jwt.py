@@ -85,7 +85,7 @@ async def test_valid_tokens_rsa_and_ec_act_as_the_claimed_tenant(jwt_gw, backend
         assert resp.status_code == 200, resp.text
     models = await jwt_gw.client.get("/v1/models", headers=bearer(ec_key.mint(claims={"tenant": "globex"})))
     assert [m["id"] for m in models.json()["data"]] == ["small-chat"]
-    jwt_gw.gateway.services.decisions.flush()
+    jwt_gw.gateway.parts.decisions.flush()
     log = (jwt_gw.config_path.parent / "decisions.jsonl").read_text()
     assert f'"key_id":"jwt:{ISSUER}:user-1"' in log and '"tenant":"acme"' in log
 

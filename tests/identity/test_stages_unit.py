@@ -10,8 +10,8 @@ from tokenward.errors import Refusal
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Principal
 from tokenward.wire.request_body import RequestBody
-from tokenward.stages.s20_identity import _credential, _end_user
-from tokenward.stages.s30_entitlement import EntitlementStage
+from tokenward.stages.s03_identity import _credential, _end_user
+from tokenward.stages.s06_entitlement import EntitlementStage
 
 CONFIG = parse_config("""
 upstreams: {local: {base_url: "http://127.0.0.1:9/v1"}}

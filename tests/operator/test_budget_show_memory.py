@@ -37,7 +37,7 @@ async def test_budget_show_reads_the_running_gateways_memory_store(tmp_path, mon
         port = int(gw.url.rsplit(":", 1)[1])
         path = tmp_path / "gateway.yaml"
         path.write_text(_readme_config(tmp_path, mock.url, port))   # the config names where it listens
-        own = await gw.gateway.services.keys.create("acme", limits=KeyLimits(daily_spend_usd=0.5,
+        own = await gw.gateway.parts.keys.create("acme", limits=KeyLimits(daily_spend_usd=0.5,
                                                                               tokens_per_minute=9000))
         async with gw.client() as client:
             for key in (gw.key, own[0]):

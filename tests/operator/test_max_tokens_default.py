@@ -75,7 +75,7 @@ async def test_without_a_default_a_missing_bound_is_still_refused(tmp_path):
 
 async def test_the_header_says_the_bound_the_backend_got_after_masking_cut_it(tmp_path):
     """Masking personal data that lengthens the prompt takes the growth off max_tokens
-    (stages/s80_transform.py): the answer says the bound the backend was given."""
+    (stages/s13_transform.py): the answer says the bound the backend was given."""
     policy = "screening:\n  policies:\n    masked: {pii: {mode: tokenize, entities: [EMAIL]}}\n"
     text = base_config("http://placeholder", extra=policy)
     async with mock_backend() as mock:

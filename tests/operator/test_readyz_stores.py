@@ -52,7 +52,7 @@ async def test_readyz_is_cheap_on_the_store_while_polled(redis_server):
     """Polled in a tight loop, the store is probed about once a second, not once a poll."""
     extra = f'store: {{url: "{redis_server.url}"}}\n'
     async with mock_backend() as mock, gateway_in_process(base_config(mock.url, extra=extra)) as gw:
-        store = gw.gateway.services.budget.shared.store
+        store = gw.gateway.parts.budget.shared.store
         async with gw.client() as client:
             await _ready_within(client, gw.url, 200, 5)
             trips = store.round_trips
@@ -79,7 +79,7 @@ async def test_store_up_follows_each_call_and_the_outage_is_logged_once_each_way
     caplog.set_level(logging.INFO, logger="tokenward.budget")
     extra = f'store: {{url: "{redis_server.url}", timeout_ms: 200}}\nserver: {{expose_metrics: true}}\n'
     async with mock_backend() as mock, gateway_in_process(base_config(mock.url, extra=extra)) as gw:
-        breaker = gw.gateway.services.budget.shared.breaker
+        breaker = gw.gateway.parts.budget.shared.breaker
         async with gw.client() as client:
             assert (await client.post(gw.url + "/v1/chat/completions", json=chat())).status_code == 200
             assert _store_up((await client.get(gw.url + "/metrics")).text) == 1.0

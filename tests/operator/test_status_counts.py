@@ -18,7 +18,7 @@ async def test_status_counts_screening_per_tenant_and_shows_small_spend(tmp_path
     config = write_config(tmp_path, backend.port, screening=SCREENING, models=MODELS, plans=PLANS,
                           tenants=TENANTS)
     async with gateway(config) as gw:
-        assert gw.gateway.services.abuse is None
+        assert gw.gateway.parts.abuse is None
         key = await gw.new_key("acme")
         mail = chat(messages=[{"role": "user", "content": "write to jane.doe@example.com please"}])
         for body in (mail, mail, chat()):

@@ -35,14 +35,24 @@ def test_a_package_giving_a_model_directory_is_loaded_from_it(monkeypatch, blank
     assert nlp.meta["name"] == "core_web_test" and "ner" in nlp.pipe_names
 
 
-def test_a_package_with_load_is_loaded_through_it(monkeypatch):
+def test_a_package_with_load_is_loaded_through_it(monkeypatch, blank_model):
     calls = []
+    pipeline = spacy.load(blank_model)
     module = types.ModuleType("tw_fake_sm")
-    module.load = lambda **kw: calls.append(kw) or "pipeline"
+    module.load = lambda **kw: calls.append(kw) or pipeline
     monkeypatch.setitem(sys.modules, "tw_fake_sm", module)
     monkeypatch.setattr(presidio, "MODEL_PACKAGES", ("tw_fake_sm",))
-    assert presidio._load_model() == "pipeline"
+    assert presidio._load_model() is pipeline
     assert calls == [{"exclude": ["parser"]}]
+
+
+def test_a_package_whose_load_gives_no_pipeline_is_refused(monkeypatch):
+    module = types.ModuleType("tw_fake_odd")
+    module.load = lambda **kw: "not a pipeline"
+    monkeypatch.setitem(sys.modules, "tw_fake_odd", module)
+    monkeypatch.setattr(presidio, "MODEL_PACKAGES", ("tw_fake_odd",))
+    with pytest.raises(ImportError, match="tw_fake_odd.load"):
+        presidio._load_model()
 
 
 def test_no_model_installed_says_what_to_install(monkeypatch):

@@ -19,7 +19,7 @@ from tokenward.budget.store import Layout
 from tokenward.pipeline.results import Reservation, Work
 from tokenward.pipeline.bounds import answer_limit, usage_bounds
 from tokenward.reconcile.usage import Usage, UsageBounds, clamp
-from tokenward.stages.s60_admit import settle_amounts
+from tokenward.stages.s10_admission import settle_amounts
 from tokenward.pipeline.results import BudgetRecord
 
 NOW = 1_700_000_000_000
@@ -72,7 +72,7 @@ async def test_any_reported_usage_moves_the_budget_by_at_most_the_reservation(
     [out] = await store.reserve([reserve(layout, "r", NOW, [reserved, reserved_cost])])
     if not out.ok:
         return
-    if usage.known:   # as the admission stage settles (stages/s60_admit.py)
+    if usage.known:   # as the admission stage settles (stages/s10_admission.py)
         tokens, cost = settle_amounts(usage, reserved, reserved_cost, work.input_tokens, prices)
         mode = policy.SETTLE
     else:

@@ -91,7 +91,7 @@ async def test_ten_thousand_mixed_requests_leave_nothing_behind(tmp_path):
 
             async with httpx.AsyncClient(timeout=30, limits=httpx.Limits(max_connections=64)) as http:
                 await asyncio.gather(*(bounded(rng.getrandbits(32)) for _ in range(TOTAL)))
-            admitter = gw.gateway.services.budget
+            admitter = gw.gateway.parts.budget
             for _ in range(300):
                 if not admitter.keeper.open:
                     break

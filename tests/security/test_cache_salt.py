@@ -120,7 +120,7 @@ async def replicas(text: str, count: int = 2) -> AsyncIterator[tuple[list[Replic
             gateway = Gateway(msgspec.structs.replace(config, logging=logging), transports=transports)
             await gateway.startup()
             made.append(Replica(gateway, backend))
-        keys = {tenant: (await made[0].gateway.services.keys.create(tenant))[0] for tenant in TENANTS}
+        keys = {tenant: (await made[0].gateway.parts.keys.create(tenant))[0] for tenant in TENANTS}
         yield made, keys
     finally:
         for replica in made:
@@ -136,7 +136,7 @@ async def pair(tmp_path, monkeypatch):
 
 
 def last_record(replica: Replica) -> dict:
-    replica.gateway.services.decisions.flush()
+    replica.gateway.parts.decisions.flush()
     lines = Path(replica.gateway.config.logging.decisions).read_text().splitlines()
     return json.loads(lines[-1])
 
@@ -172,8 +172,8 @@ async def test_native_responses_and_messages_bodies_are_salted_too(pair):
 
 async def test_key_scope_gives_each_key_its_own_salt(pair):
     (one, two), keys = pair
-    first = next(r for r in await one.gateway.services.keys.list("acme"))
-    second, record = await one.gateway.services.keys.create("acme")
+    first = next(r for r in await one.gateway.parts.keys.list("acme"))
+    second, record = await one.gateway.parts.keys.create("acme")
     a1 = await one.salt_of(keys["acme"], chat("keyed-chat"))
     a2 = await two.salt_of(keys["acme"], chat("keyed-chat"))
     b = await two.salt_of(second, chat("keyed-chat"))

@@ -153,7 +153,7 @@ async def gateway(tmp_path):
     built = Gateway(parse_config(CONFIG.format(tmp=tmp_path), environ={}),
                     transports={"mock": MemoryTransport(MockUpstream())})
     await built.startup()
-    keys = {label: (await built.services.keys.create(tenant))[0]
+    keys = {label: (await built.parts.keys.create(tenant))[0]
             for label, tenant in (("a", "acme"), ("b", "globex"))}
     try:
         yield built, InProcess(built, keys)
@@ -165,7 +165,7 @@ async def test_through_the_gateway_one_connection_two_tenants(gateway):
     """One task serves both requests, as one keep-alive connection does: B's request misses
     what A's left, though the task's context last held A's tenant."""
     built, client = gateway
-    counter = built.services.tokenizers.counters["audit-chat"]
+    counter = built.parts.tokenizers.counters["audit-chat"]
     encode = counter._cache._compute
     calls: list[str] = []
     counter._cache._compute = lambda text: calls.append(text) or encode(text)

@@ -122,7 +122,7 @@ async def gateway(tmp_path):
     built = Gateway(parse_config(CONFIG.format(tmp=tmp_path), environ={}),
                     transports={"mock": MemoryTransport(MockUpstream())})
     await built.startup()
-    keys = {label: (await built.services.keys.create(tenant))[0]
+    keys = {label: (await built.parts.keys.create(tenant))[0]
             for label, tenant in (("a", "acme"), ("b", "globex"), ("c", "initech"))}
     try:
         yield InProcess(built, keys)
@@ -159,7 +159,7 @@ async def test_tenant_b_cannot_tell_what_tenant_a_sent(gateway, size_name):
 
 
 async def test_the_audit_finds_a_memo_shared_between_tenants(gateway, monkeypatch):
-    import tokenward.stages.s20_identity as identity
+    import tokenward.stages.s03_identity as identity
 
     monkeypatch.setattr(identity, "enter_tenant", lambda tenant: memos.enter("everyone"))   # the fault
     size, rounds = SIZES["60KB"]

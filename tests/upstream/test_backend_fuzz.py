@@ -77,10 +77,10 @@ async def test_a_mangling_backend_gets_the_client_a_pass_through_or_a_clean_502_
                 return resp.status_code, resp.json()["error"]["code"]
 
             results = await asyncio.gather(*(one(i) for i in range(150)))
-            admitter = gw.gateway.services.budget
+            admitter = gw.gateway.parts.budget
             assert not admitter.keeper.open                    # every reservation settled
             await asyncio.sleep(0.05)   # a connection dropped with its last answer closes now
-            stats = gw.gateway.services.targets.pools["mock"].stats
+            stats = gw.gateway.parts.targets.pools["mock"].stats
     allowed = {(200, None), (502, "upstream_unavailable"), (504, "upstream_timeout"), (502, "upstream_error"),
                (502, "upstream_truncated"), (504, "stream_idle_timeout")}
     assert set(results) <= allowed, set(results) - allowed

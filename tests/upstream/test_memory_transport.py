@@ -23,7 +23,7 @@ async def in_memory(tmp_path):
                           environ={})
     gateway = Gateway(config, transports={"mock": transport})
     await gateway.startup()
-    key, _ = await gateway.services.keys.create("acme")
+    key, _ = await gateway.parts.keys.create("acme")
     client = httpx.AsyncClient(transport=httpx.ASGITransport(app=gateway), base_url="http://gateway",
                                headers={"authorization": f"Bearer {key}"})
     try:

@@ -2,7 +2,7 @@
 
 Every bound of the ``lab`` plan is small so a test can send a request exactly at the
 limit (the control that gets through) and one past it. Keys are created through the
-identity stage's key service (``services.keys``), the same path as the CLI.
+identity stage's key service (``Gateway.parts.keys``), the same path as the CLI.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def lab_config(mock_url: str, tmp_path: Path, **lab_overrides: Any) -> str:
 
 
 async def create_keys(gateway: Any, tenants: tuple[str, ...] = ("lab", "strict", "narrow")) -> dict[str, str]:
-    keys = gateway.services.keys
+    keys = gateway.parts.keys
     return {tenant: (await keys.create(tenant, name=f"validation-{tenant}"))[0] for tenant in tenants}
 
 

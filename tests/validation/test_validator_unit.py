@@ -12,8 +12,8 @@ from tokenward.config.schema import PlanConfig
 from tokenward.errors import Reason, Refusal
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Entitlement, Principal
-from tokenward.stages.s10_edge import Route
-from tokenward.stages.s40_validate import ValidationStage
+from tokenward.stages.s02_edge import Route
+from tokenward.stages.s08_validation import ValidationStage
 from tokenward.validation import media
 from tokenward.validation.request import Validator
 from tokenward.validation.structured import _costly_regex

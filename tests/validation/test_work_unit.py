@@ -11,9 +11,9 @@ from tokenward.config.schema import ModelConfig, PlanConfig
 from tokenward.errors import Reason
 from tokenward.pipeline.context import RequestContext
 from tokenward.pipeline.results import Principal, Work
-from tokenward.stages.s10_edge import Route
-from tokenward.stages.s40_validate import ValidationStage
-from tokenward.stages.s50_work import WorkStage
+from tokenward.stages.s02_edge import Route
+from tokenward.stages.s08_validation import ValidationStage
+from tokenward.stages.s09_work import WorkStage
 from tokenward.tokenize.counters import EstimateCounter
 
 MODELS = {"m": ModelConfig(upstream="u", context_window=10_000)}

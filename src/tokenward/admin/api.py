@@ -12,10 +12,11 @@
     POST /admin/tenants/{T}/cache/purge    drop the tenant's cached answers -> {"tenant", "purged"}
     POST /admin/reload                     reload the config file (every worker) -> {"reloaded": ...}
 
-Tenant actions are registered by the parts of the gateway that own them
-(``tenant_actions``: "cache/purge" by the cache stage); whole routes too (``routes``: the
-operator controls under /admin/tenants/{T}/..., /admin/abuse/..., /admin/controls and the
-status page /admin/status, by control/admin.py).
+Every route is one row of ``AdminApi.table`` (method, path pattern, handler, summary): the
+key routes are added here, the others by the parts that own them when the gateway is
+assembled (assemble/gateway.py: the cache's purge, the reload, and control/admin.py's
+operator controls and status page). The table answers a request, and the gateway's
+routing table (assemble/routes.py, ``tokenward routes``) lists it.
 
 Every call needs ``Authorization: Bearer <admin token>`` (or HTTP Basic with the token as
 the password, which a browser asks for); the token is read from the env var named by
@@ -27,7 +28,7 @@ from __future__ import annotations
 import hmac
 import logging
 import time
-from typing import Any, Awaitable, Callable, Literal, overload
+from typing import Any, Awaitable, Callable, Literal, NamedTuple, overload
 from urllib.parse import parse_qs
 
 import msgspec
@@ -41,12 +42,11 @@ from ..http.responses import JSON, code_header, send_bytes
 from ..keys import format as keyformat
 from ..keys.model import KeyNotFound, KeyStateError, KeyStoreError, parse_duration
 from ..keys.service import KeyService, check_new_key
+from ..wire.codec import json_encode as _encode, json_decode as _decode
 
 log = logging.getLogger("tokenward.admin")
 
 MAX_BODY_BYTES = 65_536
-_encode = msgspec.json.encode
-_decode = msgspec.json.decode
 
 
 class _Problem(Exception):
@@ -63,6 +63,25 @@ def _error(status: int, code: str, message: str, param: str | None = None) -> _P
 
 # A route's answer: (status, body) or (status, body, extra headers)
 Answer = tuple[Any, ...]
+# A route's handler: (the path's parts after /admin/, the query, receive) -> its answer
+# (None: not the handler's after all, answered route_denied)
+Handler = Callable[[list[str], dict[str, str], Receive], Awaitable[Answer | None]]
+
+
+class AdminRoute(NamedTuple):
+    method: str
+    pattern: tuple[str, ...]   # the path after /admin/, by part; "{name}" matches any one part
+    handler: Handler
+    summary: str
+
+    @property
+    def path(self) -> str:
+        return "/admin/" + "/".join(self.pattern)
+
+    def matches(self, method: str, parts: list[str]) -> bool:
+        if method != self.method or len(parts) != len(self.pattern):
+            return False
+        return all(want == got or want.startswith("{") for want, got in zip(self.pattern, parts))
 
 def _refusal(reason: Reason, message: str, param: str | None = None) -> _Problem:
     return _Problem(reason.status, envelope(reason, message, param), reason.name)
@@ -125,14 +144,35 @@ class AdminApi:
         self._token = token.encode()
         self._config = config
         self._clock = clock
-        # "action/path" -> async (tenant) -> JSON-able result, for POST /admin/tenants/{T}/<action>
-        self.tenant_actions: dict[str, Callable[[str], Awaitable[Any]]] = {}
-        # "action" -> async () -> JSON-able result, for POST /admin/<action> (reload)
-        self.actions: dict[str, Callable[[], Awaitable[Any]]] = {}
-        # Routes other parts own (operator controls, the status page; control/admin.py):
-        # (method, first path part) -> async (parts, query, receive) -> (status, body[, headers]),
-        # or None when the path is not theirs after all
-        self.routes: dict[tuple[str, str], Callable[..., Awaitable[Answer | None]]] = {}
+        self.table: list[AdminRoute] = []
+        self.add("GET", "keys", self._list, "list keys (never secrets or hashes)")
+        self.add("POST", "keys", self._create, "create a key (its plaintext shown once)")
+        self.add("GET", "keys/{id}", self._get, "one key")
+        for change in _CHANGES:
+            self.add("POST", f"keys/{{id}}/{change}", self._change, f"{change} a key")
+        self.add("GET", "audit", self._audit, "the audit trail")
+
+    def add(self, method: str, path: str, handler: Handler, summary: str) -> None:
+        """A route under /admin/ (``path`` without it, parts like ``{tenant}`` match any one)."""
+        pattern = tuple(path.split("/"))
+        if any(route.method == method and route.pattern == pattern for route in self.table):
+            raise ValueError(f"admin route {method} /admin/{path} added twice")
+        self.table.append(AdminRoute(method, pattern, handler, summary))
+
+    def action(self, name: str, run: Callable[[], Awaitable[Any]], summary: str) -> None:
+        """``POST /admin/{name}`` runs ``run`` (the reload); a refusal is a 409 naming it."""
+        async def handler(parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
+            try:
+                return 200, _encode(await run())
+            except Exception as exc:  # refused (a bad new config): the running one keeps serving
+                raise _error(409, f"{name}_refused", str(exc)) from None
+        self.add("POST", name, handler, summary)
+
+    def tenant_action(self, name: str, run: Callable[[str], Awaitable[Any]], summary: str) -> None:
+        """``POST /admin/tenants/{tenant}/{name}`` runs ``run(tenant)`` (the cache's purge)."""
+        async def handler(parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
+            return 200, await self._tenant_action(parts[1], run)
+        self.add("POST", f"tenants/{{tenant}}/{name}", handler, summary)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_id = b"admin_" + f"{time.monotonic_ns():x}".encode()
@@ -172,31 +212,17 @@ class AdminApi:
         method = scope["method"]
         parts = scope["path"].rstrip("/").split("/")[2:]  # "", "admin", ...
         query = {k: v[0] for k, v in parse_qs(scope.get("query_string", b"").decode("latin-1")).items()}
-        if parts == ["keys"] and method == "GET":
-            return 200, await self._list(query.get("tenant"))
-        if parts == ["keys"] and method == "POST":
-            return 201, await self._create(await _read_json(receive))
-        if parts == ["audit"] and method == "GET":
-            return 200, await self._audit(query.get("key_id"))
-        if len(parts) == 2 and parts[0] == "keys" and method == "GET":
-            return 200, await self._get(parts[1])
-        if len(parts) == 3 and parts[0] == "keys" and method == "POST" and parts[2] in _CHANGES:
-            return 200, await self._change(parts[2], parts[1], await _read_json(receive))
-        if len(parts) == 1 and method == "POST" and parts[0] in self.actions:
-            try:
-                return 200, _encode(await self.actions[parts[0]]())
-            except Exception as exc:  # refused (a bad new config): the running one keeps serving
-                raise _error(409, f"{parts[0]}_refused", str(exc)) from None
-        route = self.routes.get((method, parts[0] if parts else ""))
-        if route is not None:
-            answer = await route(parts, query, receive)
-            if answer is not None:
-                return answer
-        if len(parts) >= 3 and parts[0] == "tenants" and method == "POST":
-            action = self.tenant_actions.get("/".join(parts[2:]))
-            if action is not None:
-                return 200, await self._tenant_action(parts[1], action)
-        raise _refusal(Reason.route_denied, f"no admin route {method} {scope['path']}")
+        for route in self.table:
+            if route.matches(method, parts):
+                answer = await route.handler(parts, query, receive)
+                if answer is not None:
+                    return answer
+                break
+        if any(route.matches(route.method, parts) for route in self.table):
+            allowed = ", ".join(sorted({r.method for r in self.table if r.matches(r.method, parts)}))
+            raise _Problem(405, envelope(Reason.method_not_allowed, f"method {method} is not allowed on "
+                                         f"{scope['path'][:200]} (allowed: {allowed})"), Reason.method_not_allowed.name)
+        raise _refusal(Reason.route_denied, f"no admin route {method} {scope['path'][:200]}")
 
     async def _tenant_action(self, tenant: str, action: Callable[[str], Awaitable[Any]]) -> bytes:
         if tenant not in self._config.tenants:
@@ -207,23 +233,26 @@ class AdminApi:
             raise _error(503, "action_unavailable", f"the action could not be done now: {exc}") from None
         return _encode({"tenant": tenant, **result})
 
-    async def _list(self, tenant: str | None) -> bytes:
+    async def _list(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
         now = self._clock()
-        return _encode({"object": "list", "data": [r.public(now) for r in await self.keys.list(tenant)]})
+        records = await self.keys.list(query.get("tenant"))
+        return 200, _encode({"object": "list", "data": [r.public(now) for r in records]})
 
-    async def _get(self, ident: str) -> bytes:
-        key_id = _key_id(ident)
+    async def _get(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
+        key_id = _key_id(parts[1])
         record = await self.keys.get(key_id)
         if record is None:
             raise _error(404, "key_not_found", f"no key with id {key_id}", "id")
-        return _encode(record.public(self._clock()))
+        return 200, _encode(record.public(self._clock()))
 
-    async def _audit(self, ident: str | None) -> bytes:
+    async def _audit(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
+        ident = query.get("key_id")
         key_id = _key_id(ident) if ident is not None else None
         records = await self.keys.audit(key_id)
-        return _encode({"object": "list", "data": [msgspec.structs.asdict(r) for r in records]})
+        return 200, _encode({"object": "list", "data": [msgspec.structs.asdict(r) for r in records]})
 
-    async def _create(self, body: dict[str, Any]) -> bytes:
+    async def _create(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
+        body = await _read_json(receive)
         tenant = _text(body, "tenant", required=True)
         models = _names(body, "models")
         environments = _names(body, "environments")
@@ -239,10 +268,11 @@ class AdminApi:
             tenant, name=_text(body, "name"), models=models, environments=environments,
             expires_at=now + expires_in if expires_in is not None else None,
             reason=_text(body, "reason"), reviewer=_text(body, "reviewer") or "admin-api", limits=limits)
-        return _encode({"key": plaintext, **record.public(now)})
+        return 201, _encode({"key": plaintext, **record.public(now)})
 
-    async def _change(self, action: str, ident: str, body: dict[str, Any]) -> bytes:
-        key_id = _key_id(ident)
+    async def _change(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer:
+        action, key_id = parts[2], _key_id(parts[1])
+        body = await _read_json(receive)
         reason = _text(body, "reason", required=True)
         reviewer = _text(body, "reviewer") or "admin-api"
         try:
@@ -255,7 +285,7 @@ class AdminApi:
             raise _error(404, "key_not_found", f"no key with id {key_id}", "id") from None
         except KeyStateError as exc:
             raise _error(409, "key_state_conflict", str(exc), "id") from None
-        return _encode(record.public(self._clock()))
+        return 200, _encode(record.public(self._clock()))
 
 
 _CHANGES: dict[str, Callable[..., Awaitable[Any]]] = {

@@ -13,7 +13,13 @@ series stay bounded by the configuration (observe/routes.py says why that matter
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
+
+from ..identity.parts import tenant_plans
+from ..stages.s12_screening import ScreeningStage
+
+if TYPE_CHECKING:
+    from .gateway import Parts
 
 
 log = logging.getLogger("tokenward.metrics")
@@ -22,11 +28,9 @@ OPERATOR_ACTIONS = ("pause", "resume", "cancel-streams")     # control/admin.py
 MAX_KEYS = 10_000       # keys listed at start beyond this are seeded when they first charge
 
 
-async def seed(services: Any) -> None:
-    config = services.config
-    metrics, enforcement = services.metrics, services.enforcement
-    from .identity import tenant_plans
-
+async def seed(parts: Parts) -> None:
+    config = parts.config
+    metrics, enforcement = parts.metrics, parts.enforcement
     tenants = tuple(config.tenants)
     paths = [r.path for r in config.routes or ()]
     route = "/v1/chat/completions" if "/v1/chat/completions" in paths else (paths[0] if paths else "other")
@@ -39,11 +43,11 @@ async def seed(services: Any) -> None:
             table[tenant] += 0
         if config.jwt.issuers:
             metrics.key_slot(tenant, "jwt")
-    for stage in [*(s.name for s in services.stages), "forward"]:
+    for stage in [*(s.name for s in parts.stages), "forward"]:
         metrics.stage_time[stage]          # a defaultdict: the zero histogram
     for upstream in config.upstreams:
         metrics.upstream_slots(upstream)
-    _seed_screening(services)
+    _seed_screening(parts)
     if config.cache is not None:
         for tenant, (_, plan) in tenant_plans(config).items():
             if plan.cache:
@@ -55,29 +59,29 @@ async def seed(services: Any) -> None:
             shadow = "true" if rule.shadow or config.abuse.shadow else "false"
             enforcement.actions[(rule.action, rule.name, rule.subject, shadow, "true")] += 0
             enforcement.exempted[rule.name] += 0
-    if services.admin is not None:
+    if parts.admin is not None:
         for tenant in tenants:
             for action in OPERATOR_ACTIONS:
                 enforcement.controls[(action, tenant)] += 0
-    await _seed_keys(services)
+    await _seed_keys(parts)
 
 
-def _seed_screening(services: Any) -> None:
-    metrics = services.metrics
-    for stage in services.stages:
-        for policy in (getattr(stage, "policies", None) or {}).values() if stage.name == "screening" else ():
-            if policy.injection_screener is not None:
+def _seed_screening(parts: Parts) -> None:
+    metrics = parts.metrics
+    for stage in parts.stages:
+        for policy in stage.policies.values() if isinstance(stage, ScreeningStage) else ():
+            if policy.injection_screener is not None and policy.injection is not None:
                 shadow = "true" if policy.injection.shadow else "false"
                 metrics.screening[("injection", policy.injection_screener.name, "pass", shadow)] += 0
                 key = ("injection", policy.injection_screener.name)
                 metrics.scores.setdefault(key, [0.0] * (len(metrics.SCORE_BUCKETS) + 1))
-            if policy.pii_screener is not None:
+            if policy.pii_screener is not None and policy.pii is not None:
                 shadow = "true" if policy.pii.shadow else "false"
                 metrics.screening[("pii", policy.pii_screener.name, "pass", shadow)] += 0
 
 
-async def _seed_keys(services: Any) -> None:
-    keys = services.keys
+async def _seed_keys(parts: Parts) -> None:
+    keys = parts.keys
     if keys is None:
         return
     try:
@@ -86,5 +90,5 @@ async def _seed_keys(services: Any) -> None:
         log.warning("metrics: the key store's keys were not listed at start (%s)", type(exc).__name__)
         return
     for record in records[:MAX_KEYS]:
-        if record.tenant in services.config.tenants and record.status != "revoked":
-            services.metrics.key_slot(record.tenant, record.id)
+        if record.tenant in parts.config.tenants and record.status != "revoked":
+            parts.metrics.key_slot(record.tenant, record.id)

@@ -17,8 +17,7 @@ import msgspec
 
 from ..wire.chunks import Chunk
 from ..wire.sse import SseEvent
-
-_encode = msgspec.json.encode
+from ..wire.codec import json_encode as _encode
 
 
 class CachedChoice(msgspec.Struct, omit_defaults=True):

@@ -27,13 +27,12 @@ from msgspec import UNSET
 from ..budget.limits import tenant_namespace
 from ..validation.schemas import ChatCompletionRequest
 from ..wire.request_body import RequestBody
+from ..wire.codec import json_encode as _encode
 
 # fields that do not change the answer: left out of every key (and of the semantic cache's
 # shape); KeyMaker's typed path clears them by name, so keep the two in step
 IGNORED = ("stream", "stream_options", "user", "max_tokens", "max_completion_tokens")
 encode_sorted = msgspec.json.Encoder(order="sorted").encode
-_encode = msgspec.json.encode
-
 
 def tenant_prefix(prefix: str, tenant: str) -> str:
     return tenant_namespace(prefix, tenant) + ":c:"

@@ -59,7 +59,7 @@ async def _key_limits(cfg: Config, key_id: str | None) -> KeyLimits | None:
 async def _read(cfg: Config, tenant: str, plan: PlanConfig, key_id: str | None) -> dict[str, Any]:
     from ..budget.limits import Budgets
     from ..budget.report import budget_report
-    from ..stages.s60_admit import open_store
+    from ..budget.opening import open_store
 
     limits = await _key_limits(cfg, key_id)
     store = open_store(cfg)

@@ -72,7 +72,7 @@ def _check_tokenizers(cfg: Config) -> dict[str, Counter]:
 
 
 def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
-    from ..services import BUILTIN_MOCK   # started in-process: no URL to check
+    from ..config.schema import BUILTIN_MOCK   # started in-process: no URL to check
     from ..upstream.client import UpstreamPool
     from ..upstream.targets import TargetTable
 
@@ -92,7 +92,7 @@ def _check_upstreams(cfg: Config, counters: dict[str, Counter]) -> None:
 
 def _check_stores(cfg: Config) -> None:
     from ..keys.store import engine_url
-    from ..stages.s60_admit import open_store
+    from ..budget.opening import open_store
 
     try:
         open_store(cfg)   # parses a Redis URL; connects only on first use
@@ -104,7 +104,7 @@ def _check_stores(cfg: Config) -> None:
 def _check_screening(cfg: Config) -> None:
     """Each policy's detectors load, as start-up loads them; a policy no plan uses may name an
     extra that is not installed (``screening_warnings`` says so), as start-up allows."""
-    from ..stages.s70_screen import CompiledPolicy
+    from ..stages.s12_screening import CompiledPolicy
 
     used: set[object] = {plan.screening for plan in cfg.plans.values()}
     used |= {t.overrides.get("screening") for t in cfg.tenants.values() if isinstance(t.overrides, dict)}
@@ -123,7 +123,7 @@ def _check_screening(cfg: Config) -> None:
 def _check_cache(cfg: Config) -> None:
     if cfg.cache is None:
         return
-    from ..stages.s85_cache import open_cache
+    from ..stages.s14_cache import open_cache
 
     try:
         open_cache(cfg)   # the secret it needs, the Redis URL it would use

@@ -72,7 +72,7 @@ def _say(failure: str | None, line: str) -> bool:
 
 async def _upstream(name: str, up: UpstreamConfig) -> tuple[str | None, str]:
     """(failure, success line) of one upstream's health probe."""
-    from ..services import BUILTIN_MOCK
+    from ..config.schema import BUILTIN_MOCK
 
     where = f"upstream {name} at {redact_url(up.base_url)}"
     if up.base_url == BUILTIN_MOCK:

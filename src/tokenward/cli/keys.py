@@ -20,7 +20,7 @@ import getpass
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Optional, Sequence, TypeVar
 
 import typer
 
@@ -252,7 +252,7 @@ def audit(ident: Optional[str] = typer.Argument(None, metavar="[ID]", help="only
               f"reviewer={row['reviewer'] or '-'}  reason={row['reason'] or '-'}" + (f"  appeal={appeal}" if appeal else ""))
 
 
-def _print_json_lines(rows: list[dict[str, Any]]) -> None:
+def _print_json_lines(rows: Sequence[Mapping[str, object]]) -> None:
     import msgspec
 
     out = sys.stdout.buffer

@@ -147,6 +147,32 @@ def check_config(
             raise typer.Exit(3)
 
 
+@app.command("routes")
+def routes(
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML config file"),
+) -> None:
+    """Every method and path a gateway started with this config answers, each once, and what
+    answers it: the gateway's own routes, the admin API, agent jobs, and each configured route
+    with the stages that run on it. Opens the stores as serve would (exit 3 naming one that
+    cannot be reached)."""
+    import asyncio
+
+    from ..config.stores import StoreStartError
+    from .routes import routing_lines
+
+    config = config or config_from_env()
+    if config is None:
+        print(f"routes: missing the config file (routes --config FILE, or set {CONFIG_ENV})", file=sys.stderr)
+        raise typer.Exit(2)
+    cfg = _load_or_exit(config)
+    try:
+        lines = asyncio.run(routing_lines(cfg))
+    except StoreStartError as exc:
+        print(f"tokenward: {exc}", file=sys.stderr)
+        raise typer.Exit(3) from None
+    print("\n".join(lines))
+
+
 @app.command("mock-upstream")
 def mock_upstream(
     host: str = typer.Option("127.0.0.1", help="listen address"),

@@ -22,6 +22,9 @@ from .content import (
 )
 from .content import ranges as content_ranges
 
+# an upstream base_url that starts the built-in mock backend in-process (the quickstart)
+BUILTIN_MOCK = "builtin:mock"
+
 
 # Subclasses say frozen=True again: msgspec inherits it, but type checkers read structs
 # through PEP 681 (dataclass_transform), where a subclass that does not say it is not frozen.

@@ -84,8 +84,9 @@ def stores_of(cfg: Config) -> list[Store]:
     return found
 
 
-# The stage whose factory opens each store (stages/order.py names).
-_OPENED_BY = {"identity": "key store", "admission": "budget store", "cache": "cache store", "control": "abuse store"}
+# The part that opens each store: a provider's name (assemble/providers.py), or the stage
+# whose builder opens it (the cache).
+_OPENED_BY = {"keystore": "key store", "admitter": "budget store", "cache": "cache store", "signal_store": "abuse store"}
 
 
 def opened_by(slot: str, cfg: Config) -> Store | None:

@@ -18,25 +18,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Awaitable, Callable, TypeVar
 
-import msgspec
 
-from ..admin.api import _duration, _error, _read_json, _refusal, _text
+from ..admin.api import AdminApi, Answer, _duration, _error, _read_json, _refusal, _text
+from ..budget.admission import Admitter
+from ..config.schema import Config
+from ..http.asgi import Receive
+from ..wire.codec import json_encode as _encode
 from ..errors import Reason
 from ..keys import format as keyformat
+from ..keys.service import KeyService
+from ..observe.telemetry import Telemetry
+from .metrics import EnforcementMetrics
 from .model import ControlError
+from .runtime import ControlRuntime
+from .service import ControlOps
+from .status import EventCounts, StatusPage
 
-_encode = msgspec.json.encode
+T = TypeVar("T")
 
 
 class ControlAdmin:
-    def __init__(self, services) -> None:
-        self.services = services
-        self.ops = services.control_ops
-        self.runtime = services.control
+    def __init__(self, config: Config, ops: ControlOps, runtime: ControlRuntime, enforcement: EnforcementMetrics,
+                 keys: KeyService | None) -> None:
+        self.config = config
+        self.ops = ops
+        self.runtime = runtime
+        self.enforcement = enforcement
+        self.keys = keys
 
-    async def _call(self, operation, *args, **kwargs) -> Any:
+    async def _call(self, operation: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
         try:
             return await operation(*args, **kwargs)
         except ControlError as exc:
@@ -47,16 +59,16 @@ class ControlAdmin:
     def _now(self) -> float:
         return self.runtime.now()
 
-    async def tenants(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def tenants(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if len(parts) != 3 or parts[2] not in ("pause", "resume", "cancel-streams"):
             return None   # another part's tenant action (cache/purge)
         tenant, action = parts[1], parts[2]
-        if tenant not in self.services.config.tenants:
+        if tenant not in self.config.tenants:
             raise _error(404, "tenant_not_found", f"no tenant {tenant!r} in the config", "tenant")
         body = await _read_json(receive)
         reason = _text(body, "reason", required=True)
         reviewer = _text(body, "reviewer") or "admin-api"
-        self.services.enforcement.controls[(action, tenant)] += 1
+        self.enforcement.controls[(action, tenant)] += 1
         now = self._now()
         if action == "pause":
             control = await self._call(self.ops.pause, tenant, _text(body, "capability", required=True),
@@ -72,7 +84,7 @@ class ControlAdmin:
                              "cancelled_here": self.runtime.cancelled - before,
                              "replicas_notified": self.ops.heard})
 
-    async def controls(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def controls(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if parts != ["controls"]:
             return None
         tenant = query.get("tenant")
@@ -83,7 +95,7 @@ class ControlAdmin:
             rows = [c for c in self.runtime.view.controls if tenant is None or c.tenant == tenant]
         return 200, _encode({"object": "list", "data": [c.public(now) for c in rows]})
 
-    async def _subject(self, body: dict) -> tuple[str, str | None]:
+    async def _subject(self, body: dict[str, Any]) -> tuple[str, str | None]:
         """(tenant, key id or None) named by a body: a key (its tenant from the key store,
         or given) or a tenant as a whole."""
         ident = _text(body, "key_id")
@@ -96,13 +108,15 @@ class ControlAdmin:
         if key_id is None:
             raise _refusal(Reason.invalid_field, "not a key id or a key", "key_id")
         if tenant is None:
-            record = await self._call(self.services.keys.get, key_id)
+            if self.keys is None:
+                raise _error(404, "key_not_found", f"no key store to look up {key_id} in: name the tenant", "key_id")
+            record = await self._call(self.keys.get, key_id)
             if record is None:
                 raise _error(404, "key_not_found", f"no key with id {key_id}", "key_id")
             tenant = record.tenant
         return tenant, key_id
 
-    async def abuse(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def abuse(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if len(parts) != 2 or parts[1] not in ("actions", "reinstate", "exemptions", "unexempt"):
             return None
         body = await _read_json(receive)
@@ -128,14 +142,23 @@ class ControlAdmin:
         return 201, _encode({"control": control.public(now)})
 
 
-def mount(admin, services) -> None:
-    from .status import StatusPage
-
-    handlers = ControlAdmin(services)
-    page = StatusPage(services)
-    admin.routes[("POST", "tenants")] = handlers.tenants
-    admin.routes[("GET", "controls")] = handlers.controls
-    admin.routes[("POST", "abuse")] = handlers.abuse
-    admin.routes[("GET", "status")] = page.html
-    admin.routes[("GET", "status.json")] = page.json
-    admin.routes[("GET", "budget")] = page.budget
+def mount(admin: AdminApi, config: Config, runtime: ControlRuntime, ops: ControlOps,
+          enforcement: EnforcementMetrics, telemetry: Telemetry, keys: KeyService | None, admitter: Admitter | None,
+          shared_events: EventCounts | None) -> StatusPage:
+    """The operator controls and the status page on the admin API; the page, whose ``tally``
+    counts screening outcomes when no abuse signals do (``shared_events`` None)."""
+    handlers = ControlAdmin(config, ops, runtime, enforcement, keys)
+    page = StatusPage(config, runtime, telemetry, admitter, keys, shared_events)
+    for action, summary in (("pause", "pause a capability of a tenant"), ("resume", "resume a paused capability"),
+                            ("cancel-streams", "end a tenant's open streams, on every replica")):
+        admin.add("POST", f"tenants/{{tenant}}/{action}", handlers.tenants, summary + " (audited)")
+    admin.add("GET", "controls", handlers.controls, "the controls in force, or their history")
+    for action, summary in (("actions", "act on a key or a tenant (suspend, throttle, ...)"),
+                            ("reinstate", "lift an abuse action (with the appeal's outcome)"),
+                            ("exemptions", "exempt a key or a tenant from the abuse rules"),
+                            ("unexempt", "end an exemption")):
+        admin.add("POST", f"abuse/{action}", handlers.abuse, summary + " (audited)")
+    admin.add("GET", "status", page.html, "the status page")
+    admin.add("GET", "status.json", page.json, "the status page's numbers")
+    admin.add("GET", "budget/{tenant}", page.budget, "a tenant's budgets (tokenward budget show)")
+    return page

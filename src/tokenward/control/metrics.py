@@ -9,9 +9,10 @@ the parts it reports on attach themselves to it as they are built.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Iterator, Protocol
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
 
 from msgspec import UNSET
 
@@ -19,6 +20,20 @@ from ..budget.guard import StoreHealth
 from ..pipeline.results import BudgetRecord
 from ..config.abuse import ACTIONS
 from .model import KINDS
+from .runtime import ControlRuntime
+
+
+class _DroppedCount(Protocol):
+    @property
+    def dropped(self) -> int: ...
+
+
+class SignalIntake(Protocol):
+    """What the metrics read of the abuse engine (abuse/engine.py, a layer above): its
+    observer's count of decisions dropped by a full buffer."""
+
+    @property
+    def observer(self) -> _DroppedCount: ...
 
 
 class EnforcementMetrics:
@@ -34,8 +49,8 @@ class EnforcementMetrics:
         self.batches = 0
         self.batch_seconds = 0.0
         self.store_errors = 0
-        self.runtime: Any = None      # control/runtime.py: the controls in force, cancels done
-        self.engine: Any = None       # abuse/engine.py: dropped observations
+        self.runtime: ControlRuntime | None = None   # the controls in force, cancels done
+        self.engine: SignalIntake | None = None      # abuse/engine.py: dropped observations
         self.budget_health: StoreHealth | None = None   # the shared budget store's (none: memory, up)
 
     def settle(self, tenant: str, record: BudgetRecord | None) -> None:
@@ -50,12 +65,12 @@ class EnforcementMetrics:
             self.settled[tenant] += actual
             self.settled_reserved[tenant] += reserved
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         yield from self._collect_abuse()
         yield from self._collect_controls()
         yield from self._collect_budget()
 
-    def _collect_abuse(self):
+    def _collect_abuse(self) -> Iterator[Metric]:
         actions = CounterMetricFamily("tokenward_abuse_actions", "Abuse actions taken (shadow: recorded only)",
                                       labels=["action", "rule", "subject", "shadow", "automatic"])
         for key, count in list(self.actions.items()):
@@ -77,7 +92,7 @@ class EnforcementMetrics:
         yield CounterMetricFamily("tokenward_abuse_store_errors", "Signal batches the store did not take",
                                   value=self.store_errors)
 
-    def _collect_controls(self):
+    def _collect_controls(self) -> Iterator[Metric]:
         active = GaugeMetricFamily("tokenward_controls_active", "Controls in force (abuse actions, pauses, "
                                    "exemptions), by kind", labels=["kind", "shadow"])
         # every kind at zero from the start (a dashboard panel shows 0, not "No data")
@@ -101,7 +116,7 @@ class EnforcementMetrics:
         yield CounterMetricFamily("tokenward_streams_cancelled", "Open requests ended by an operator's cancel",
                                   value=runtime.cancelled if runtime is not None else 0)
 
-    def _collect_budget(self):
+    def _collect_budget(self) -> Iterator[Metric]:
         reserved = CounterMetricFamily("tokenward_reserved_tokens", "Tokens reserved by admitted requests",
                                        labels=["tenant"])
         settled = CounterMetricFamily("tokenward_settled_tokens", "Tokens used, by requests settled on usage",

@@ -17,6 +17,8 @@ A control is active from ``created_at`` until ``until`` (None: until cleared) un
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import msgspec
 
 from ..config.abuse import ACTIONS
@@ -28,6 +30,9 @@ APPEALS = ("none", "upheld", "overturned")
 SEVERITY = {name: i for i, name in enumerate(ACTIONS)}
 AUTOMATIC = "tokenward:abuse"
 
+# an action's parameters: concurrency (int), max_output_tokens (int), no_tools (bool)
+ActionParams = dict[str, int | bool]
+
 
 class Control(msgspec.Struct, frozen=True, kw_only=True):
     id: int = 0
@@ -35,10 +40,10 @@ class Control(msgspec.Struct, frozen=True, kw_only=True):
     tenant: str
     key_id: str | None = None           # None: the whole tenant
     capability: str | None = None       # pause only
-    params: dict | None = None          # concurrency, max_output_tokens, no_tools
+    params: ActionParams | None = None  # concurrency, max_output_tokens, no_tools
     reason: str = ""
     rule: str | None = None             # the policy rule of an automatic action
-    signals: dict | None = None         # the values that fired it (numbers, never text)
+    signals: dict[str, float] | None = None   # the values that fired it (numbers, never text)
     automatic: bool = False
     by: str = ""                        # the reviewer, or AUTOMATIC
     shadow: bool = False
@@ -58,11 +63,40 @@ class Control(msgspec.Struct, frozen=True, kw_only=True):
     def active_at(self, now: float) -> bool:
         return self.cleared_at is None and (self.until is None or self.until > now) and self.kind != CANCEL
 
-    def public(self, now: float) -> dict:
-        out = msgspec.structs.asdict(self)
-        out["scope"] = self.scope
-        out["active"] = self.active_at(now)
-        return out
+    def public(self, now: float) -> PublicControl:
+        """The control as the admin API and the status page show it."""
+        return PublicControl(
+            id=self.id, kind=self.kind, tenant=self.tenant, key_id=self.key_id, capability=self.capability,
+            params=self.params, reason=self.reason, rule=self.rule, signals=self.signals,
+            automatic=self.automatic, by=self.by, shadow=self.shadow, created_at=self.created_at,
+            until=self.until, cleared_at=self.cleared_at, cleared_by=self.cleared_by,
+            cleared_reason=self.cleared_reason, appeal=self.appeal,
+            scope=self.scope, active=self.active_at(now))
+
+
+class PublicControl(TypedDict):
+    """``Control.public``: every field of the control, its scope and whether it is in force
+    (tests/control/test_model.py holds the two field lists equal)."""
+    id: int
+    kind: str
+    tenant: str
+    key_id: str | None
+    capability: str | None
+    params: ActionParams | None
+    reason: str
+    rule: str | None
+    signals: dict[str, float] | None
+    automatic: bool
+    by: str
+    shadow: bool
+    created_at: float
+    until: float | None
+    cleared_at: float | None
+    cleared_by: str | None
+    cleared_reason: str | None
+    appeal: str | None
+    scope: str
+    active: bool
 
 
 class ControlError(ValueError):

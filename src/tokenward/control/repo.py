@@ -10,7 +10,7 @@ ones say so in their detail), ``abuse:reinstate`` (with the appeal outcome),
 from __future__ import annotations
 
 import time
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Mapping
 
 import msgspec
 import sqlalchemy as sa
@@ -105,7 +105,7 @@ class ControlRepo:
 
 
 async def _audit(conn: AsyncConnection, control: Control, action: str, reason: str, by: str, now: float,
-                 extra: dict) -> None:
+                 extra: Mapping[str, str | None]) -> None:
     detail = {"control_id": control.id, "automatic": control.automatic, "shadow": control.shadow,
               "rule": control.rule, "signals": control.signals, "params": control.params,
               "capability": control.capability, "until": control.until, **extra}

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 from collections import OrderedDict
-from typing import Callable
+from typing import Callable, Protocol
 
 from ..config.abuse import ControlConfig
 from .model import Control
@@ -25,8 +25,17 @@ CHANNEL = "tokenward:control:changed"
 CANCEL_STALE_S = 30.0   # a cancel event older than this when first heard of is history, not an order
 
 
+class SlotStore(Protocol):
+    """Where the open-request slots of a key under ``reduce_concurrency`` are counted, for
+    every replica at once: the abuse signal store (abuse/store.py), which control/ sits below."""
+
+    async def take_slot(self, key_id: str, request_id: str, limit: int, now_ms: int, lease_ms: int) -> bool: ...
+
+    async def give_slot(self, key_id: str, request_id: str) -> None: ...
+
+
 class ControlRuntime:
-    def __init__(self, repo: ControlRepo, config: ControlConfig, store, redis_url: str | None = None,
+    def __init__(self, repo: ControlRepo, config: ControlConfig, store: SlotStore, redis_url: str | None = None,
                  clock: Callable[[], float] = time.time, open_streams: dict[str, int] | None = None) -> None:
         self.repo = repo
         self.config = config
@@ -41,11 +50,10 @@ class ControlRuntime:
             self._channel = RedisInvalidation(redis_url, self._heard, self._live, channel=CHANNEL)
         self._done: OrderedDict[int, None] = OrderedDict()   # cancel ids carried out here
         self._last_cancel = 0
-        self._task: asyncio.Task | None = None
-        self._refresh_task: asyncio.Task | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._refresh_task: asyncio.Task[None] | None = None
         self._dirty = False
         self.cancelled = 0          # requests ended by cancels on this replica
-        self.refreshes = 0
 
     def now(self) -> float:
         return self._clock()
@@ -71,7 +79,6 @@ class ControlRuntime:
 
     async def refresh(self) -> None:
         self.view = ControlView(await self.repo.active())
-        self.refreshes += 1
 
     # -- announcements ---------------------------------------------------------------------
     async def announce(self, kind: str, control: Control) -> int:

@@ -7,11 +7,12 @@ refresh here and publish) and in the CLI (announce: publish only).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import TYPE_CHECKING, Awaitable, Callable, Mapping
 
 from ..config.abuse import ACTIONS
 from . import repo as q
-from .model import AUTOMATIC, CANCEL, EXEMPT, PAUSE, Control, ControlError, parse_appeal, parse_capability
+from .model import (AUTOMATIC, CANCEL, EXEMPT, PAUSE, ActionParams, Control, ControlError, parse_appeal,
+                    parse_capability)
 from .repo import ControlRepo
 
 if TYPE_CHECKING:
@@ -22,23 +23,26 @@ Announce = Callable[[str, Control], Awaitable[int | None]]
 ENFORCED = ("review", "reduce_concurrency", "restrict", "suspend", "record")
 
 
-def _params(kind: str, given: dict | None) -> dict | None:
+def _params(kind: str, given: Mapping[str, object] | None) -> ActionParams | None:
     """An action's parameters, checked: a bad one must never reach the replicated view."""
-    given = dict(given or {})
+    rest = dict(given or {})
+    out: ActionParams | None
     if kind == "reduce_concurrency":
-        out = {"concurrency": given.pop("concurrency", 1)}
-        if type(out["concurrency"]) is not int or out["concurrency"] < 1:
+        concurrency = rest.pop("concurrency", 1)
+        if type(concurrency) is not int or concurrency < 1:
             raise ControlError("concurrency must be an integer >= 1", "concurrency")
+        out = {"concurrency": concurrency}
     elif kind == "restrict":
-        out = {"max_output_tokens": given.pop("max_output_tokens", 256), "no_tools": given.pop("no_tools", True)}
-        if type(out["max_output_tokens"]) is not int or out["max_output_tokens"] < 0:
+        max_output, no_tools = rest.pop("max_output_tokens", 256), rest.pop("no_tools", True)
+        if type(max_output) is not int or max_output < 0:
             raise ControlError("max_output_tokens must be an integer >= 0", "max_output_tokens")
-        if type(out["no_tools"]) is not bool:
+        if type(no_tools) is not bool:
             raise ControlError("no_tools must be true or false", "no_tools")
+        out = {"max_output_tokens": max_output, "no_tools": no_tools}
     else:
         out = None
-    if given:
-        name = next(iter(given))
+    if rest:
+        name = next(iter(rest))
         raise ControlError(f"{name} does not apply to the action {kind}", name)
     return out
 
@@ -109,8 +113,8 @@ class ControlOps:
         return cleared
 
     async def act(self, kind: str, tenant: str, key_id: str | None, duration_s: float | None, reason: str, *,
-                  by: str = AUTOMATIC, rule: str | None = None, signals: dict | None = None,
-                  params: dict | None = None, shadow: bool = False) -> Control:
+                  by: str = AUTOMATIC, rule: str | None = None, signals: dict[str, float] | None = None,
+                  params: Mapping[str, object] | None = None, shadow: bool = False) -> Control:
         """An abuse action: automatic (the engine, ``by`` AUTOMATIC) or an operator's."""
         if kind not in ACTIONS:
             raise ControlError(f"action must be one of {', '.join(ACTIONS)}, not {kind!r}", "action")

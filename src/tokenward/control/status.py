@@ -17,43 +17,59 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from typing import Any, cast
+from typing import Any, Protocol, Sequence, cast
 
-import msgspec
 
 from ..budget import policy
 from ..budget.limits import Budgets
+from ..budget.admission import Admitter
 from ..budget.report import budget_report
 from ..budget.store import StoreUnavailable
+from ..wire.codec import json_encode as _encode
 from ..errors import Reason, envelope
 from ..http.responses import code_header
 from ..config.loader import effective_plan
+from ..config.schema import Config
+from ..keys.service import KeyService
+from ..admin.api import Answer
+from ..http.asgi import Receive
 from ..observe.telemetry import Telemetry
-from .status_html import page, tenants_fragment
+from ..pipeline.context import RequestContext
+from .runtime import ControlRuntime
+from .status_html import BudgetRow, CacheRate, StatusData, StoreDown, TenantStatus, page, tenants_fragment
 
-_encode = msgspec.json.encode
 SNAPSHOT_S = 10.0
 
 
+class EventCounts(Protocol):
+    """The abuse signals' store, as the page reads it: per tenant, event -> count over a window
+    (abuse/store.py SignalStore.events), the same for every replica."""
+
+    async def events(self, tenants: Sequence[str], now: int, window_s: int) -> dict[str, dict[str, int]]: ...
+
+
 class StatusPage:
-    def __init__(self, services) -> None:
-        self.services = services
-        self.config = services.config
-        self.runtime = services.control
+    def __init__(self, config: Config, runtime: ControlRuntime, telemetry: Telemetry, admitter: Admitter | None,
+                 keys: KeyService | None, shared_events: EventCounts | None) -> None:
+        self.config = config
+        self.runtime = runtime
+        self.telemetry = telemetry
+        self.admitter = admitter
+        self.keys = keys
+        # the abuse signals' shared counts (refusals and screening for every replica), when configured
+        self.shared_events = shared_events
         self._plans = {t: effective_plan(self.config, t) for t in self.config.tenants}
         self._budgets = Budgets(self.config)   # our own: never the admitter's cache of the hot path
         # (monotonic time, {(tenant, reason): refusals so far}) of this replica, for "the last minutes"
         self._snapshots: list[tuple[float, dict[tuple[str, str], int]]] = []
-        self._cached: tuple[float, dict] | None = None
+        self._cached: tuple[float, StatusData] | None = None
         self._lock = asyncio.Lock()
         # Without abuse signals (whose shared counts carry them), this replica's screening
-        # outcomes per tenant: app.py calls ``tally`` for each screened request.
+        # outcomes per tenant: the gateway calls ``tally`` for each request it finishes.
         self._screened: dict[tuple[str, str], int] = {}
         self._screen_snaps: list[tuple[float, dict[tuple[str, str], int]]] = []
-        if services.abuse is None:
-            services.status_tally = self.tally
 
-    def tally(self, ctx) -> None:
+    def tally(self, ctx: RequestContext) -> None:
         principal, screening = ctx.principal, ctx.screening
         if principal is None or screening is None:
             return
@@ -65,7 +81,7 @@ class StatusPage:
                 counts[key] = counts.get(key, 0) + 1
 
     # -- data ------------------------------------------------------------------------------
-    async def data(self) -> dict:
+    async def data(self) -> StatusData:
         """The page's numbers, computed at most once a second however many viewers poll."""
         async with self._lock:
             cached = self._cached
@@ -74,20 +90,20 @@ class StatusPage:
             now = self.runtime.now()
             window = self.config.control.status_window_s
             events = await self._events(now, window)
-            decisions, lookups, screened = await _counts(self.services.telemetry)
+            decisions, lookups, screened = await _counts(self.telemetry)
             local = self._local_refusals(window, decisions)
             local_screened = _windowed(dict(self._screened), self._screen_snaps, window)
-            tenants = {}
+            tenants: dict[str, TenantStatus] = {}
             for tenant in sorted(self.config.tenants):
                 tenants[tenant] = await self._tenant(tenant, now, events.get(tenant), local.get(tenant, {}),
                                                      _cache(tenant, lookups), local_screened.get(tenant, {}))
-            body = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(screened),
-                    "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
+            body: StatusData = {"at": now, "window_s": window, "tenants": tenants, "screening": _screening(screened),
+                                "replica": {"pid": os.getpid(), "controls_live": self.runtime.live}}
             self._cached = (time.monotonic(), body)
             return body
 
-    async def _tenant(self, tenant: str, now: float, shared: dict | None, local: dict, cache: dict,
-                      local_screened: dict) -> dict:
+    async def _tenant(self, tenant: str, now: float, shared: dict[str, int] | None, local: dict[str, int],
+                      cache: CacheRate, local_screened: dict[str, int]) -> TenantStatus:
         open_here, streaming_here = self.runtime.open.counts(tenant)
         refusals = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("r:")} if shared is not None else local
         screening = {k[2:]: v for k, v in (shared or {}).items() if k.startswith("s:")} if shared is not None \
@@ -99,30 +115,30 @@ class StatusPage:
                 "refusals_scope": "all replicas" if shared is not None else "this replica",
                 "screening": screening, "controls": controls, "cache": cache}
 
-    async def _budget(self, tenant: str, now: float) -> list[dict]:
-        admitter = self.services.budget
+    async def _budget(self, tenant: str, now: float) -> list[BudgetRow] | list[StoreDown]:
+        admitter = self.admitter
         if admitter is None:
             return []
         now_ms = int(now * 1000)
         budget = self._budgets.tenant(tenant, self._plans[tenant], None, now_ms)
-        rows = []
+        rows: list[BudgetRow] = []
         try:
             for name, check in zip(budget.names, budget.layout.checks):
                 rows.append(_row(name, check, await admitter.shared.store.value(check.key), now_ms))
         except Exception as exc:   # the store is down: the page says so rather than failing
-            return [{"limit": "store", "error": str(exc)}]
+            return [StoreDown(limit="store", error=str(exc))]
         return rows
 
     async def _events(self, now: float, window: float) -> dict[str, dict[str, int]]:
-        if self.services.abuse is None:
+        store = self.shared_events
+        if store is None:
             return {}
-        store = self.services.signal_store
         try:
             return await store.events(sorted(self.config.tenants), int(now), int(window))
         except Exception:
             return {}
 
-    def _local_refusals(self, window: float, decisions: dict) -> dict[str, dict[str, int]]:
+    def _local_refusals(self, window: float, decisions: Decisions) -> dict[str, dict[str, int]]:
         totals: dict[tuple[str, str], int] = {}
         for (route, stage, reason, tenant), count in list(decisions.items()):
             if reason != "ok" and tenant:
@@ -130,7 +146,7 @@ class StatusPage:
         return _windowed(totals, self._snapshots, window)
 
     # -- routes ----------------------------------------------------------------------------
-    async def html(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def html(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if parts != ["status"]:
             return None
         data = await self.data()
@@ -145,23 +161,23 @@ class StatusPage:
                     f"default-src 'self'; script-src 'nonce-{nonce}'; style-src 'unsafe-inline'".encode())]
         return 200, body.encode(), headers
 
-    async def json(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def json(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         if parts != ["status.json"]:
             return None
         return 200, _encode(await self.data())
 
-    async def budget(self, parts: list[str], query: dict, receive) -> tuple | None:
+    async def budget(self, parts: list[str], query: dict[str, str], receive: Receive) -> Answer | None:
         """``GET /admin/budget/{tenant}[?key=ID]``: what ``tokenward budget show`` prints, from
         this gateway's own store (the only way to read an in-memory one from outside)."""
         if len(parts) != 2 or parts[0] != "budget":
             return None
         tenant, key_id = parts[1], query.get("key") or None
-        admitter = self.services.budget
+        admitter = self.admitter
         if tenant not in self._plans or admitter is None:
             return _not_found(f"no tenant {tenant!r} with budgets in this gateway's config", "tenant")
         limits = None
         if key_id is not None:
-            record = await self.services.keys.get(key_id) if self.services.keys is not None else None
+            record = await self.keys.get(key_id) if self.keys is not None else None
             if record is None or record.tenant != tenant:
                 return _not_found(f"no key {key_id!r} of tenant {tenant!r}", "key")
             limits = record.limits()
@@ -175,13 +191,16 @@ class StatusPage:
         return 200, _encode(report)
 
 
-def _not_found(message: str, param: str) -> tuple:
+def _not_found(message: str, param: str) -> Answer:
     body = _encode({"error": {"message": message, "type": "invalid_request_error", "param": param,
                               "code": "not_found"}})
     return 404, body, [(b"content-type", b"application/json"), code_header("not_found")]
 
 
-def _windowed(totals: dict[tuple[str, str], int], snaps: list, window: float) -> dict[str, dict[str, int]]:
+Counts = dict[tuple[str, str], int]
+
+
+def _windowed(totals: Counts, snaps: list[tuple[float, Counts]], window: float) -> dict[str, dict[str, int]]:
     """tenant -> {name: count over the last ``window`` seconds}, from cumulative ``totals``
     and the snapshots kept of them (one every SNAPSHOT_S)."""
     at = time.monotonic()
@@ -189,7 +208,7 @@ def _windowed(totals: dict[tuple[str, str], int], snaps: list, window: float) ->
         snaps.append((at, totals))
     while len(snaps) > 1 and snaps[1][0] <= at - window:
         snaps.pop(0)
-    base = snaps[0][1] if snaps[0][0] <= at - window else {}
+    base: Counts = snaps[0][1] if snaps[0][0] <= at - window else {}
     out: dict[str, dict[str, int]] = {}
     for (tenant, name), count in totals.items():
         delta = count - base.get((tenant, name), 0)
@@ -198,17 +217,18 @@ def _windowed(totals: dict[tuple[str, str], int], snaps: list, window: float) ->
     return out
 
 
-def _row(name: str, check: policy.Check, value: policy.Stored, now_ms: int) -> dict[str, Any]:
-    row: dict[str, Any] = {"limit": name, "enforced": bool(check.enforce)}
+def _row(name: str, check: policy.Check, value: policy.Stored, now_ms: int) -> BudgetRow:
+    enforced = bool(check.enforce)
     if check.kind in (policy.BUCKET, policy.SOFT):
         level = policy.refill(cast("policy.BucketState | None", value), check.p1, check.p2, now_ms)[0]
         capacity = check.p1 // policy.SCALE
-        row.update(kind="rate", used=capacity - level // policy.SCALE, limit_value=capacity, unit=_unit(check))
-    elif check.kind == policy.GAUGE:
-        row.update(kind="held", used=int(cast("int | None", value) or 0), limit_value=check.p1, unit=_unit(check))
-    else:
-        row.update(kind="spend", used=int(cast("int | None", value) or 0) / 1e6, limit_value=check.p1 / 1e6, unit="USD")
-    return row
+        return BudgetRow(limit=name, enforced=enforced, kind="rate", used=capacity - level // policy.SCALE,
+                         limit_value=capacity, unit=_unit(check))
+    if check.kind == policy.GAUGE:
+        return BudgetRow(limit=name, enforced=enforced, kind="held", used=int(cast("int | None", value) or 0),
+                         limit_value=check.p1, unit=_unit(check))
+    return BudgetRow(limit=name, enforced=enforced, kind="spend", used=int(cast("int | None", value) or 0) / 1e6,
+                     limit_value=check.p1 / 1e6, unit="USD")
 
 
 def _unit(check: policy.Check) -> str:
@@ -216,7 +236,12 @@ def _unit(check: policy.Check) -> str:
             policy.SLOT: "open requests"}.get(check.unit, "")
 
 
-async def _counts(telemetry: Telemetry) -> tuple[dict, dict, dict]:
+Decisions = dict[tuple[str, str, str, str], int]    # (route, stage, reason, tenant)
+Lookups = dict[tuple[str, str], int]                # (tenant, outcome)
+Screened = dict[tuple[str, str, str, str], int]     # (kind, detector, outcome, shadow)
+
+
+async def _counts(telemetry: Telemetry) -> tuple[Decisions, Lookups, Screened]:
     """(decisions, cache lookups, screening outcomes), keyed as the gateway's metrics keep
     them: this process's, or with several workers all of theirs, from the scrape they
     answer together."""
@@ -224,9 +249,9 @@ async def _counts(telemetry: Telemetry) -> tuple[dict, dict, dict]:
     if shared is None:
         counted = telemetry.requests
         return counted.decisions, counted.cache, counted.screening
-    decisions: dict = {}
-    lookups: dict = {}
-    screened: dict = {}
+    decisions: Decisions = {}
+    lookups: Lookups = {}
+    screened: Screened = {}
     for family in await shared.families():
         for sample in family.samples:
             labels, value = sample.labels, int(sample.value)
@@ -239,14 +264,14 @@ async def _counts(telemetry: Telemetry) -> tuple[dict, dict, dict]:
     return decisions, lookups, screened
 
 
-def _cache(tenant: str, lookups: dict) -> dict:
+def _cache(tenant: str, lookups: Lookups) -> CacheRate:
     hits = lookups.get((tenant, "hit"), 0)
     misses = lookups.get((tenant, "miss"), 0)
     looked = hits + misses
     return {"hits": hits, "misses": misses, "hit_rate": round(hits / looked, 3) if looked else None}
 
 
-def _screening(screened: dict) -> dict[str, int]:
+def _screening(screened: Screened) -> dict[str, int]:
     out: dict[str, int] = {}
     for (kind, detector, outcome, shadow), count in list(screened.items()):
         name = f"{kind}:{outcome}" + (" (shadow)" if shadow == "true" else "")

@@ -5,8 +5,59 @@ from __future__ import annotations
 
 import datetime as dt
 from html import escape
+from typing import TypedDict, final
 
 from ..budget.policy import micro_usd, usd_text
+from .model import PublicControl
+
+
+@final   # final: `"error" in row` tells the two kinds of row apart (a TypedDict may have more keys)
+class BudgetRow(TypedDict):
+    """A budget limit against what is used or held now (control/status.py ``_row``)."""
+    limit: str
+    enforced: bool
+    kind: str                  # rate | held | spend
+    used: float
+    limit_value: float
+    unit: str
+
+
+@final
+class StoreDown(TypedDict):
+    """In place of a tenant's rows when the budget store does not answer."""
+    limit: str
+    error: str
+
+
+class CacheRate(TypedDict):
+    hits: int
+    misses: int
+    hit_rate: float | None     # None: no lookups yet
+
+
+class TenantStatus(TypedDict):
+    budget: list[BudgetRow] | list[StoreDown]
+    open_here: int
+    streaming_here: int
+    refusals: dict[str, int]          # reason -> count over the window
+    refusals_scope: str
+    screening: dict[str, int]         # kind:outcome -> count over the window
+    controls: list[PublicControl]
+    cache: CacheRate
+
+
+class ReplicaStatus(TypedDict):
+    pid: int
+    controls_live: bool
+
+
+class StatusData(TypedDict):
+    """The page's numbers, also served whole as ``/admin/status.json``."""
+    at: float
+    window_s: float
+    tenants: dict[str, TenantStatus]
+    screening: dict[str, int]         # this replica's outcomes since start
+    replica: ReplicaStatus
 
 _STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:1.5em;color:#1b1f24}
@@ -50,7 +101,7 @@ def _when(ts: float | None) -> str:
     return dt.datetime.fromtimestamp(ts, dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def _budget(rows: list[dict]) -> str:
+def _budget(rows: list[BudgetRow] | list[StoreDown]) -> str:
     out = []
     for row in rows:
         if "error" in row:
@@ -67,7 +118,7 @@ def _budget(rows: list[dict]) -> str:
     return _table(["limit", "used or held now, of the limit"], out, "no budget limits")
 
 
-def _controls(controls: list[dict]) -> str:
+def _controls(controls: list[PublicControl]) -> str:
     rows = []
     for c in controls:
         what = c["kind"] + (f" {c['capability']}" if c.get("capability") else "")
@@ -80,12 +131,12 @@ def _controls(controls: list[dict]) -> str:
     return _table(["action", "on", "by", "reason", "until"], rows, "no actions, pauses or exemptions in force")
 
 
-def _counts(title: str, counts: dict, empty: str) -> str:
+def _counts(title: str, counts: dict[str, int], empty: str) -> str:
     rows = [[escape(str(name)), f"{count:,}"] for name, count in counts.items()]
     return _table([title, "count"], rows, empty)
 
 
-def _tenant(name: str, t: dict, window_s: float) -> str:
+def _tenant(name: str, t: TenantStatus, window_s: float) -> str:
     cache = t["cache"]
     rate = "no lookups yet" if cache["hit_rate"] is None else f"{cache['hit_rate'] * 100:.1f}% of {cache['hits'] + cache['misses']:,} lookups"
     minutes = int(window_s // 60)
@@ -101,13 +152,13 @@ def _tenant(name: str, t: dict, window_s: float) -> str:
             "</section>")
 
 
-def tenants_fragment(data: dict) -> str:
+def tenants_fragment(data: StatusData) -> str:
     return "".join(_tenant(name, t, data["window_s"]) for name, t in data["tenants"].items()) + (
         f'<section class="wide"><h2>Screening outcomes (this replica, since start)</h2>'
         f"{_counts('outcome', data['screening'], 'no screening yet')}</section>")
 
 
-def page(data: dict, nonce: str) -> str:
+def page(data: StatusData, nonce: str) -> str:
     live = "live" if data["replica"]["controls_live"] else "polled"
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<title>tokenward status</title>"

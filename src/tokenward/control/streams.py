@@ -11,7 +11,7 @@ an in-band error event on a started stream, else a ``stream_cancelled`` envelope
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Mapping
 
 from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY
@@ -30,17 +30,17 @@ class OpenRequests:
         # this replica's open requests per tenant: the gateway's metrics' ``open_streams``,
         # exported as tokenward_open_streams, open requests as the budget counts them
         self.counted = counted
-        # tenant -> {request context: what it holds (a concurrency slot's key, or None)}
-        self.by_tenant: dict[str, dict[RequestContext, Any]] = {}
+        # tenant -> {request context: the concurrency slot it holds (its request id), or None}
+        self.by_tenant: dict[str, dict[RequestContext, str | None]] = {}
 
-    def add(self, tenant: str, ctx: RequestContext, held: Any = None) -> None:
+    def add(self, tenant: str, ctx: RequestContext, held: str | None = None) -> None:
         requests = self.by_tenant.get(tenant)
         if requests is None:
             requests = self.by_tenant[tenant] = {}
         requests[ctx] = held
         self.counted[tenant] = len(requests)
 
-    def remove(self, tenant: str, ctx: RequestContext) -> Any:
+    def remove(self, tenant: str, ctx: RequestContext) -> str | None:
         requests = self.by_tenant.get(tenant)
         if requests is None:
             return None
@@ -57,7 +57,7 @@ class OpenRequests:
             return 0, 0
         return len(requests), sum(1 for ctx in requests if ctx.lifecycle.state is State.STREAMING)
 
-    def cancel(self, tenant: str, note: dict | None = None) -> int:
+    def cancel(self, tenant: str, note: Mapping[str, object] | None = None) -> int:
         """End the tenant's requests being forwarded now; how many."""
         ended = 0
         for ctx in list(self.by_tenant.get(tenant, ())):
@@ -66,7 +66,7 @@ class OpenRequests:
         return ended
 
 
-def cancel_request(ctx: RequestContext, note: dict | None = None) -> bool:
+def cancel_request(ctx: RequestContext, note: Mapping[str, object] | None = None) -> bool:
     watch = ctx.disconnect
     if watch is None or not watch.armed or watch.fired:
         return False   # not in the forward step (before it, or already unwinding)

@@ -19,24 +19,24 @@ what leaves it is chat: a completion, chunks, OpenAI's error envelope, OpenAI's
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable, Union
+from typing import Any, Callable, Union
 
 import msgspec
 
 from ..errors import Reason
+from ..http.asgi import Send
 from ..wire.sse import DONE_DATA, SseEvent, SseSplitter
 from . import messages_schema, messages_translate, responses_schema, responses_translate
 from .common import encode
 from .envelopes import messages_error_body
 from .messages_stream import MessagesStream
+from .parsed import Parsed
 from .ratelimit import anthropic_from_openai
 from .responses_stream import ResponsesStream
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 Clock = Callable[[], float]
 # the official SDKs do not retry an answer that carries it (http/responses.py NO_RETRY)
 NO_RETRY = (b"x-should-retry", b"false")
-Parsed = Union[responses_schema.Parsed, messages_schema.Parsed]
 
 
 class _Peek(msgspec.Struct):

@@ -17,7 +17,8 @@ import msgspec
 from msgspec import UNSET
 
 from .common import encode
-from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, Piece, ReplacingPiece
+from ..validation.texts import Piece
+from .document import METADATA, PROMPT, TOOL_OUTPUT, Document, ReplacingPiece
 from .messages_blocks import (
     BlockLocation,
     CharLocation,

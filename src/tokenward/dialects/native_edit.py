@@ -27,9 +27,7 @@ import msgspec
 from ..pii.stream_edit import StreamTextEdit
 from ..wire.sse import SseEvent
 from . import native
-
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 
 def _event(kind: object, data: dict[str, Any]) -> SseEvent:

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import asyncio
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 if TYPE_CHECKING:
     from .asgi import Message, Scope
-    from .server import HttpConnection
 
 CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
@@ -39,6 +38,24 @@ def status_line(status: int) -> bytes:
     return line if line is not None else b"HTTP/1.1 %d \r\n" % status
 
 
+class Connection(Protocol):
+    """What a request's cycle uses of its connection (server.py's ``HttpConnection``)."""
+
+    loop: asyncio.AbstractEventLoop
+    body_since: float | None
+    write_paused: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def body_drained(self, size: int) -> None: ...
+
+    async def drain(self) -> None: ...
+
+    def response_done(self, cycle: RequestCycle) -> None: ...
+
+
 class RequestCycle:
     """One request on a connection: the ASGI ``receive`` and ``send`` callables."""
 
@@ -47,7 +64,7 @@ class RequestCycle:
 
     supports_disconnect_hook = True
 
-    def __init__(self, conn: HttpConnection, scope: Scope, keep_alive: bool, expect_continue: bool) -> None:
+    def __init__(self, conn: Connection, scope: Scope, keep_alive: bool, expect_continue: bool) -> None:
         self.conn = conn
         self.scope = scope
         self.body: list[bytes] = []

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..writes import batch_for
 from .limits import ClientLimits
 
 if TYPE_CHECKING:
     from .asgi import ASGIApp
-    from .server import HttpConnection
 
 # httptools buffers a header line until it ends, without a limit of its own: a request
 # head that keeps growing across reads is refused (431) at this many bytes, long before
@@ -31,6 +30,29 @@ LINGER_S = 2.0
 LINGER_BYTES = 8 * 1024 * 1024
 
 
+class Connection(Protocol):
+    """What the server's sweep and shutdown use of a connection (server.py's ``HttpConnection``)."""
+
+    transport: asyncio.Transport
+    lingering: bool
+    last_read: float           # loop time of the last bytes received
+    head_since: float | None
+    idle_since: float | None
+    body_since: float | None
+    body_bytes: int
+    read_paused: bool
+
+    def close(self) -> None: ...
+
+    def close_when_idle(self) -> None: ...
+
+    def time_out_head(self) -> None: ...
+
+    def time_out_body(self, message: str) -> None: ...
+
+    def waiting_for_body(self) -> bool: ...
+
+
 class ServerState:
     """What all connections of one server share."""
 
@@ -47,7 +69,7 @@ class ServerState:
         self.max_connections = max_connections
         self.limits = limits
         self.turned_away = 0
-        self.connections: set[HttpConnection] = set()
+        self.connections: set[Connection] = set()
         # Of ``connections``, those answered and only draining what the client still sends
         # (``HttpConnection.linger``, closed within LINGER_S): they count against neither cap.
         self.lingering = 0
@@ -98,7 +120,7 @@ class ServerState:
             elif conn.last_read < cutoff and conn.waiting_for_body():
                 conn.time_out_body("the request body stopped arriving")
 
-    def _body_too_slow(self, conn: HttpConnection, since: float, now: float) -> str | None:
+    def _body_too_slow(self, conn: Connection, since: float, now: float) -> str | None:
         limits = self.limits
         elapsed = now - since
         if elapsed > limits.body_timeout_s:

@@ -22,11 +22,10 @@ from ..pipeline.lifecycle import State
 from ..pipeline.outbound import Outbound
 from .book import JobBook
 from .terms import decode_request, well_formed
+from ..wire.codec import json_encode as _encode
 
 PREFIX = "/v1/jobs"
 MAX_BODY = 16_384
-_encode = msgspec.json.encode
-
 
 class JobsApi:
     def __init__(self, book: JobBook, identity: Any, finish: Callable[[RequestContext], None]) -> None:

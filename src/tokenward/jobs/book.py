@@ -42,11 +42,14 @@ def not_found(job_id: str) -> Refusal:
 class JobBook:
     def __init__(self, admitter: Admitter, work: WorkMetrics | None = None) -> None:
         self.admitter = admitter
-        self.work = work if work is not None else WorkMetrics()   # the gateway's (stages/s60_admit.py)
+        self.work = work if work is not None else WorkMetrics()   # the gateway's (stages/s10_admission.py)
         self.prefix = admitter.config.store.key_prefix
         self._cached: dict[tuple[str, str], JobBudgets] = {}
         self._namespaces: dict[str, str] = {}
         self.runs = JobRuns(self)
+
+    def now_ms(self) -> int:
+        return self.admitter.now_ms()
 
     def namespace(self, tenant: str) -> str:
         ns = self._namespaces.get(tenant)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..budget import job_policy
 from ..budget.store import StoreUnavailable
@@ -29,8 +29,8 @@ from ..pipeline.lifecycle import State
 from .terms import job_value
 
 if TYPE_CHECKING:
+    from ..budget.store import JobRecord
     from ..pipeline.context import RequestContext
-    from .book import JobBook
     from .terms import JobBudgets
 
 log = logging.getLogger("tokenward.jobs")
@@ -38,12 +38,24 @@ _WHY = {job_policy.DISPATCH_CANCELLED: Reason.job_cancelled, job_policy.DISPATCH
         job_policy.DISPATCH_GONE: Reason.job_cancelled}
 
 
+class JobLedger(Protocol):
+    """What the runs of jobs ask of the book that opened them (book.py ``JobBook``)."""
+
+    def now_ms(self) -> int: ...
+
+    def namespace(self, tenant: str) -> str: ...
+
+    async def dispatch(self, tenant: str, job: JobBudgets, reservation_id: str) -> Refusal | None: ...
+
+    async def records(self, tenant: str, job_ids: list[str]) -> list[JobRecord]: ...
+
+
 class JobRun:
     """One admitted request of a job on this replica."""
 
     __slots__ = ("book", "tenant", "namespace", "job", "reservation_id", "ctx", "stopped", "ids")
 
-    def __init__(self, book: JobBook, tenant: str, job: JobBudgets, reservation_id: str, ctx: RequestContext) -> None:
+    def __init__(self, book: JobLedger, tenant: str, job: JobBudgets, reservation_id: str, ctx: RequestContext) -> None:
         self.book = book
         self.tenant = tenant
         self.namespace = book.namespace(tenant)
@@ -68,7 +80,7 @@ class JobRun:
 class JobRuns:
     TICK_S = 0.05
 
-    def __init__(self, book: JobBook) -> None:
+    def __init__(self, book: JobLedger) -> None:
         self.book = book
         self.open: set[JobRun] = set()
         self._task: asyncio.Task[None] | None = None
@@ -125,7 +137,7 @@ class JobRuns:
             if run.stopped is None:
                 by_ns.setdefault(run.namespace, []).append(run)
         ended = 0
-        now_ms = self.book.admitter.now_ms()
+        now_ms = self.book.now_ms()
         for runs in by_ns.values():
             ids = sorted({job_id for run in runs for job_id in run.ids})
             try:

@@ -30,6 +30,8 @@ from . import echo, native
 from .stats import Holds, Stats
 from .steering import BadRequest, Steering, parse_steering, tool_arguments
 
+# The ASGI callables' types, as http/asgi.py declares them for the gateway: mock/ sits in the
+# bottom layer, below http/, and runs as a backend apart from it (its own process or uvicorn).
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -117,6 +119,12 @@ class MockUpstream:
             ("POST", "/_mock/reset"): self._reset,
             ("POST", "/_mock/release"): self._release,
         }
+
+    @property
+    def control_routes(self) -> list[tuple[str, str]]:
+        """(method, path) of the mock's own controls, which a gateway serving it in-process
+        answers on its own port (assemble/routes.py)."""
+        return list(self._mock_routes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]

@@ -12,15 +12,15 @@ shared directory the parent made before forking (observe/shared_metrics.py).
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 
+from ..http.asgi import Send
 from .metrics import GatewayMetrics
 from .shared_metrics import WorkerMetrics
 from .work import WorkMetrics
 
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 _TEXT = (b"content-type", b"text/plain; version=0.0.4; charset=utf-8")
 
 

@@ -16,7 +16,7 @@ entity types, and writes ``[EMAIL]``-style markers as ``redact`` mode does.
 
 Tool-call arguments are not edited: they are the input of the caller's own tool. Counts
 per entity type go into the decision record (``pii.output_redacted``) and the metrics;
-never a value. The response cache stores an answer redacted the same way (s85_cache.py).
+never a value. The response cache stores an answer redacted the same way (s14_cache.py).
 """
 
 from __future__ import annotations
@@ -25,10 +25,11 @@ from typing import Any, Callable
 
 import msgspec
 
-from .stream_edit import DELTA_FIELDS, StreamTextEdit
+from ..wire.sse import SseEvent
+from .spans import Span
+from ..wire.codec import json_decode as _decode, json_encode as _encode
+from .stream_edit import DELTA_FIELDS, Slot, StreamTextEdit
 
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 HOLD = 64       # characters held back per streamed field: the longest entity seen whole
 CONTEXT = 64    # characters already sent that the detector reads in front of new text
@@ -39,13 +40,13 @@ class OutputRedactor(StreamTextEdit):
     # (one per request, registered by the transform stage; pipeline/outbound.py applies it)
     TOOL_ARGUMENTS = False
 
-    def __init__(self, find: Callable[[str], list], record: dict[str, Any],
+    def __init__(self, find: Callable[[str], list[Span]], record: dict[str, Any],
                  on_redacted: Callable[[dict[str, int]], None] | None = None) -> None:
         super().__init__()
         self.find = find                   # text -> [(start, end, ENTITY)]
         self._record = record              # the request's pii record (counts only)
         self._on_redacted = on_redacted    # once, at the end: the counts (metrics)
-        self._sent: dict[tuple, str] = {}  # per field: the last CONTEXT characters sent (raw)
+        self._sent: dict[Slot, str] = {}   # per field: the last CONTEXT characters sent (raw)
         self.counts: dict[str, int] = {}
 
     # -- whole answers ------------------------------------------------------------------
@@ -76,7 +77,7 @@ class OutputRedactor(StreamTextEdit):
     def _touches(self, text: str) -> bool:
         return bool(text)
 
-    def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
+    def _split(self, text: str, key: Slot, finishing: bool) -> tuple[str, str]:
         sent = self._sent.get(key, "")
         seen = sent + text
         spans = [(a - len(sent), b - len(sent), label) for a, b, label in self.find(seen) if b > len(sent)]
@@ -88,13 +89,13 @@ class OutputRedactor(StreamTextEdit):
         self._sent[key] = (sent + text[:cut])[-CONTEXT:]
         return now, text[cut:]
 
-    def finish(self) -> list:
+    def finish(self) -> list[SseEvent]:
         out = super().finish()
         self._done()
         return out
 
     # -----------------------------------------------------------------------------------------
-    def _redact(self, text: str, spans: list, start: int, end: int) -> str:
+    def _redact(self, text: str, spans: list[Span], start: int, end: int) -> str:
         """``text[start:end]`` with every span inside it (or begun before it) replaced."""
         out: list[str] = []
         pos = start

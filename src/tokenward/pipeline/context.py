@@ -11,10 +11,11 @@ None until its stage ran (or where the stage is not in the pipeline).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..config.schema import PlanConfig
 from ..errors import Refusal
+from ..http.asgi import Receive, Send
 from ..reconcile.usage import UNKNOWN, Usage
 from ..validation.result import NormalizedRequest
 from ..wire.request_body import RequestBody
@@ -29,8 +30,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 DEFAULT_PLAN = PlanConfig()
 _features_cache: dict[tuple[str, ...], frozenset[str]] = {}
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 Header = tuple[bytes, bytes]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import Refusal
 
-from .context import Receive
+from ..http.asgi import Receive
 
 
 def _cycle_with_hook(receive: Receive) -> Any:

@@ -16,17 +16,14 @@ held back (the start of a placeholder, say) comes out there, before ``[DONE]``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 from ..errors import Refusal, refusal_body
+from ..http.asgi import Send
 from ..http.responses import JSON, reason_header, send_bytes, sse_error_event
 
 if TYPE_CHECKING:
     from ..wire.sse import SseEvent
-    from .context import RequestContext
-    from .stage import Exit
-
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class ResponseTransform(Protocol):
@@ -43,14 +40,6 @@ class ResponseTransform(Protocol):
         """The stream's last bytes (a usage chunk and ``[DONE]``, or an error event): a
         transform that writes a stream's end in another shape (a dialect's closing events)
         rewrites them; ``EditsText`` and the others return them as they are."""
-
-
-class Answer(Protocol):
-    """What a stage returns to answer the request itself (a cache hit). The runner unwinds
-    what the stages before it took, as for a refusal, then calls ``deliver``."""
-
-    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
-        ...
 
 
 class Outbound:

@@ -12,6 +12,7 @@ from msgspec import UNSET, UnsetType
 
 from ..config.key_limits import KeyLimits
 from ..config.schema import PlanConfig
+from ..pii.spans import Span as Found
 from ..validation.texts import Span, TextUnit, texts_of
 
 
@@ -103,7 +104,7 @@ class Screening:
         self.pii_mode: str | None = None
         self.pii_detector: str | None = None
         # the answer's own personal data is redacted with this: text -> [(start, end, ENTITY)]
-        self.output_find: Callable[[str], list[Any]] | None = None
+        self.output_find: Callable[[str], list[Found]] | None = None
 
     @property
     def rewrites(self) -> bool:

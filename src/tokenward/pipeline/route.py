@@ -1,7 +1,7 @@
 """The ``Route`` protocol: what any layer may ask of the route a request is on.
 
-The edge matches a request to a configured route (stages/s10_edge.py ``Route``); the
-dialect stage replaces it with a ``DialectRoute`` (stages/s25_dialect.py) for OpenAI's
+The edge matches a request to a configured route (stages/s02_edge.py ``Route``); the
+dialect stage replaces it with a ``DialectRoute`` (stages/s05_dialect.py) for OpenAI's
 Responses API and Anthropic's Messages API. Both answer the same questions, so no stage
 and no lower layer probes a route for optional attributes:
 
@@ -16,9 +16,10 @@ and no lower layer probes a route for optional attributes:
   and opaque bytes (signatures, encrypted content), counted on top of it;
 - ``stateful``: the backend reads context the request does not carry (a stored response,
   a container): the work stage reserves the whole context window for the prompt;
-- ``render(ctx, backend_model)``: the body for an upstream that serves the route's API
-  natively, rendered from what the stages checked (``NativeCall``), or None: the
-  validated body goes to ``upstream_path``;
+- ``render(checked, backend_model)``: the body for an upstream that serves the route's API
+  natively, rendered from what the stages checked (``Checked``: the validated request,
+  the screening, the entitlement) as a ``NativeCall``, or None: the validated body goes to
+  ``upstream_path``;
 - ``entitled_name(name)``: the name the plan's ``allow_tools`` entitles a tool of the
   validated body by (a Responses namespace's member, ``NAMESPACE__TOOL`` in the chat view,
   is entitled as ``NAMESPACE.TOOL``);
@@ -40,8 +41,16 @@ if TYPE_CHECKING:
     from ..pii.stream_edit import StreamTextEdit
     from ..validation.result import NormalizedRequest
     from ..validation.texts import TextUnit
-    from .context import RequestContext
     from .outbound import ResponseTransform
+    from .results import Entitlement, Screening
+
+
+class Checked(NamedTuple):
+    """What the stages decided that a native body is rendered from (the context's slots)."""
+
+    request: NormalizedRequest | None
+    screening: Screening | None
+    entitlement: Entitlement | None
 
 
 class NativeCall(NamedTuple):
@@ -68,7 +77,7 @@ class Route(Protocol):
 
     def outside_prompt(self) -> tuple[Sequence[str], int]: ...
 
-    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None: ...
+    def render(self, checked: Checked, backend_model: str | None) -> NativeCall | None: ...
 
     def entitled_name(self, name: str) -> str: ...
 

@@ -28,8 +28,8 @@ from ..errors import Reason, Refusal
 from ..reconcile.usage import NOTHING_USED, Usage
 from .context import RequestContext
 from .lifecycle import State
-from .outbound import Answer, Outbound
-from .stage import Exit, ExitKind, Stage
+from .outbound import Outbound
+from .stage import Answer, Exit, ExitKind, Stage
 
 log = logging.getLogger("tokenward.runner")
 

@@ -2,7 +2,7 @@
 
 A stage decides from the request context: ``admit`` returns ``None`` to let the request
 go on (having stored its frozen result on the context), a ``Refusal`` to end it, or an
-``Answer`` (pipeline/outbound.py) to answer it itself. A stage that needs to see the
+``Answer`` (below) to answer it itself. A stage that needs to see the
 answer on its way out (to restore what it masked) registers a response transform with
 ``ctx.add_transform`` while admitting. A stage that takes something (a reservation, a
 slot) sets ``holds = True``: the runner then calls exactly one of its two release hooks,
@@ -29,7 +29,7 @@ from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
     from .context import RequestContext
-    from .outbound import Answer
+    from .outbound import Outbound
 
 
 class ExitKind(enum.Enum):
@@ -54,10 +54,22 @@ class Exit:
         return f"Exit({self.kind.value}, {self.reason!r})"
 
 
+class Answer(Protocol):
+    """What a stage returns to answer the request itself (a cache hit). The runner unwinds
+    what the stages before it took, as for a refusal, then calls ``deliver``."""
+
+    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
+        ...
+
+
 class Stage(Protocol):
     name: ClassVar[str]
     holds: ClassVar[bool]
     on_routes: ClassVar[frozenset[str] | None]
+    # the context slots (pipeline/context.py SLOTS) it cannot do its job without, and those it
+    # writes: a gateway whose stages leave a need unwritten is refused at assembly
+    needs: ClassVar[frozenset[str]]
+    writes: ClassVar[frozenset[str]]
 
     async def admit(self, ctx: RequestContext) -> Refusal | Answer | None: ...
 
@@ -72,6 +84,8 @@ class BaseStage:
     name: ClassVar[str] = "stage"
     holds: ClassVar[bool] = False
     on_routes: ClassVar[frozenset[str] | None] = None
+    needs: ClassVar[frozenset[str]] = frozenset()
+    writes: ClassVar[frozenset[str]] = frozenset()
 
     async def admit(self, ctx: RequestContext) -> Refusal | Answer | None:  # pragma: no cover - abstract
         raise NotImplementedError

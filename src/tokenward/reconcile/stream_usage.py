@@ -28,12 +28,11 @@ import msgspec
 from ..wire.chunks import Delta, parsed
 from ..wire.sse import SseEvent
 from .usage import Usage, from_reported
+from ..wire.codec import json_decode as _decode_any
 
 if TYPE_CHECKING:
     from ..tokenize.counters import Counter
 
-
-_decode_any = msgspec.json.decode
 
 # what one event was, for the relay (MALFORMED: broken framing, or data that is not a JSON
 # object: the relay ends the stream there and passes none of its bytes)

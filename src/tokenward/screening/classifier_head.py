@@ -31,7 +31,7 @@ class Head:
 
     @property
     def input_dim(self) -> int:
-        return self.layers[0][0].shape[1]
+        return int(self.layers[0][0].shape[1])
 
     def logits(self, embeddings: np.ndarray) -> np.ndarray:
         x = embeddings.astype(np.float32)

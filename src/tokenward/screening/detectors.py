@@ -12,10 +12,39 @@ pii/presidio.py). Any of them may be replaced by ``python:module:factory``.
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol, Sequence
 
 from ..memos import MIN_CHARS, TextMemo
+from ..pii.spans import Span as Found
 from .screener import Screener, ScreenResult, Span, Threaded, load
+
+if TYPE_CHECKING:
+    from ..config.content import InjectionScreening
+
+# one signal an injection detector found in a text: (start, end, signal name)
+Signal = tuple[int, int, str]
+
+
+class InjectionDetector(Protocol):
+    """The built-in injection detectors (injection.py, tool_output.py)."""
+
+    name: str
+
+    def score(self, texts: Sequence[str]) -> tuple[float, list[tuple[int, int, int, str]]]:
+        """(score, [(text index, start, end, signal)])."""
+        ...
+
+    def signals(self, text: str) -> tuple[Signal, ...]:
+        """One text's signals, with no score: what a request's score is combined from."""
+        ...
+
+
+class PiiDetector(Protocol):
+    """The personal-data detectors (pii/patterns.py, pii/presidio.py)."""
+
+    name: str
+
+    def find(self, text: str) -> list[Found]: ...
 
 
 class InjectionScreener:
@@ -23,13 +52,11 @@ class InjectionScreener:
     each text read once (remembered), the score combined over the request's distinct signals
     as the detector does (``1 - exp(-sum of their weights)``)."""
 
-    def __init__(self, detector, weights: dict[str, tuple[float, str]]) -> None:
+    def __init__(self, detector: InjectionDetector, weights: dict[str, tuple[float, str]]) -> None:
         self.detector = detector
         self.name = detector.name
         self._weights = weights
-        signals = getattr(detector, "signals", None)     # one text's signals, without a score per text
-        if signals is None:
-            signals = lambda text: tuple((a, b, n) for _, a, b, n in detector.score([text])[1])  # noqa: E731
+        signals = detector.signals
         self._read = signals
         # what a detector found in one text depends on the text alone, and a conversation sends
         # its system prompt and history again every turn: remembered, per tenant (memos.py)
@@ -48,11 +75,12 @@ class InjectionScreener:
 class PiiScreener:
     """A detector with ``find(text) -> [(start, end, ENTITY)]``: score 1 when anything is found."""
 
-    def __init__(self, detector, remember: bool = True) -> None:
+    def __init__(self, detector: PiiDetector, remember: bool = True) -> None:
         self.detector = detector
         self.name = detector.name
         self._direct = detector.find
-        self._find = TextMemo(lambda text: tuple(detector.find(text))).get if remember else detector.find
+        self._find: Callable[[str], Sequence[Found]] = (
+            TextMemo(lambda text: tuple(detector.find(text))).get if remember else detector.find)
 
     def screen(self, texts: Sequence[str]) -> ScreenResult:
         find, direct, short = self._find, self._direct, MIN_CHARS
@@ -74,9 +102,9 @@ def _tool_output() -> Screener:
 
 
 def _classifier() -> Screener:
-    from .classifier import ClassifierInjection
+    from .classifier import ClassifierInjection, shared_encoder
 
-    return ClassifierInjection()
+    return ClassifierInjection(encoder=shared_encoder())
 
 
 def _patterns(entities: Iterable[str] | None = None, regions: Iterable[str] | None = None) -> Screener:
@@ -100,7 +128,7 @@ INJECTION = {"heuristic": _heuristic, "tool_output": _tool_output, "classifier":
 PII = {"patterns": _patterns, "presidio": _presidio}
 
 
-def injection_screener(spec: str, cfg: Any = None) -> Screener:
+def injection_screener(spec: str, cfg: InjectionScreening | None = None) -> Screener:
     """The policy's injection screener: ``spec`` (a name or ``python:module:factory``), or,
     when the policy (``cfg``, config.content.InjectionScreening) names ``detectors``, all of
     them combined (screening/combined.py). ``http`` takes its settings from ``cfg.http``."""
@@ -113,7 +141,7 @@ def injection_screener(spec: str, cfg: Any = None) -> Screener:
     return _injection_one(spec, cfg)
 
 
-def _injection_one(spec: str, cfg: Any) -> Screener:
+def _injection_one(spec: str, cfg: InjectionScreening | None) -> Screener:
     if spec == "http":
         if cfg is None or cfg.http is None:
             raise ValueError("detector http needs an http: section (url, api, model)")

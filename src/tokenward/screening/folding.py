@@ -36,7 +36,7 @@ def fold_char(c: str) -> str:
     return f.translate(_LEET)
 
 
-class _FoldTable(dict):
+class _FoldTable(dict[int, str]):
     """code point -> folded text, for ``str.translate``: ASCII prefilled, the rest cached lazily."""
 
     def __missing__(self, cp: int) -> str:

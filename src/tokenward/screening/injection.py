@@ -107,7 +107,7 @@ _MARKUP_ASCII = "".join(sorted({first for _, first, _ in MARKUP_SPECS if first.i
 _GATES = [(1 << i, tuple(f" {w}" for w in words if not w.endswith("$")), frozenset(w[:-1] for w in words if w.endswith("$")))
           for i, (_, words) in enumerate(NEEDS)]
 _EXACT = frozenset().union(*(exact for _, _, exact in _GATES))
-_WORD_RE: dict[str, re.Pattern] = {}                   # source -> compiled, on first use
+_WORD_RE: dict[str, re.Pattern[str]] = {}                   # source -> compiled, on first use
 _SPACED = re.compile(r"(?<!\w)[^\W\d_](?:[ .\-_*|+~/][^\W\d_](?!\w)){2,}")
 _SPACE_HINT = frozenset("bcefghjklnopqruvwxyz")
 _CUES = ROT_CUES | REV_CUES                               # rot13'd / reversed trigger words

@@ -29,7 +29,7 @@ import hashlib
 import hmac
 import os
 from collections import OrderedDict
-from typing import Any, Sequence
+from typing import Any, Awaitable, Sequence
 
 import msgspec
 
@@ -115,10 +115,10 @@ class RemoteInjection:
         # (text, its key, the question): a key is one tenant's, so tenants never share a question
         self._pending: list[tuple[str, bytes | None, asyncio.Future[float]]] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._calls: set[asyncio.Task] = set()            # in flight (a task nobody holds may be collected)
+        self._calls: set[asyncio.Task[None]] = set()           # in flight (a task nobody holds may be collected)
         self.calls = self.cache_hits = 0
 
-    def screen(self, texts: Sequence[str]) -> Any:
+    def screen(self, texts: Sequence[str]) -> Awaitable[ScreenResult]:
         return self._screen(list(texts))
 
     async def _screen(self, texts: list[str]) -> ScreenResult:
@@ -207,12 +207,12 @@ class RemoteInjection:
         await self._pool.aclose()
 
 
-def _classify_scores(answer: dict, label_index: int) -> list[float]:
+def _classify_scores(answer: dict[str, Any], label_index: int) -> list[float]:
     rows = sorted(answer["data"], key=lambda row: row.get("index", 0))
     return [_unit(row["probs"][label_index]) for row in rows]
 
 
-def _moderation_scores(answer: dict, categories: tuple[str, ...] | None) -> list[float]:
+def _moderation_scores(answer: dict[str, Any], categories: tuple[str, ...] | None) -> list[float]:
     out = []
     for result in answer["results"]:
         scores = result.get("category_scores") or {}

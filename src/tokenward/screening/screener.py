@@ -20,7 +20,7 @@ import contextvars
 import importlib
 import inspect
 from time import perf_counter_ns
-from typing import Any, Awaitable, NamedTuple, Protocol, Sequence
+from typing import Awaitable, Callable, Mapping, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ..validation.texts import Span as Span   # the findings' type, re-exported for the screeners
 
@@ -30,10 +30,19 @@ class ScreenResult(NamedTuple):
     spans: list[Span]
 
 
+@runtime_checkable   # a plugin's factory is checked to return one (``load``)
 class Screener(Protocol):
     name: str
 
     def screen(self, texts: Sequence[str]) -> ScreenResult | Awaitable[ScreenResult]: ...
+
+
+class SyncScreener(Protocol):
+    """A screener that answers at once (the built-in detectors, a model run in a thread)."""
+
+    name: str
+
+    def screen(self, texts: Sequence[str]) -> ScreenResult: ...
 
 
 class ScreenerFailed(Exception):
@@ -83,10 +92,10 @@ class Threaded:
     calls queue behind it, and fail their own budgets while the pool is busy."""
 
     # The latency budget of a policy that sets no timeout_ms, where the inner model's is known
-    # (set by screening/detectors.py; stages/s70_screen.py reads it with a default).
+    # (set by screening/detectors.py; stages/s12_screening.py reads it with a default).
     default_timeout_ms: float
 
-    def __init__(self, inner: Any, threads: int = 2) -> None:
+    def __init__(self, inner: SyncScreener, threads: int = 2) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
         self.inner = inner
@@ -99,15 +108,18 @@ class Threaded:
         return asyncio.get_running_loop().run_in_executor(self._pool, run, self.inner.screen, list(texts))
 
 
-def load(spec: str, builtins: dict[str, Any], **kwargs: Any) -> Screener:
+def load(spec: str, builtins: Mapping[str, Callable[..., Screener]], **kwargs: object) -> Screener:
     """A screener by name: a built-in one, or ``python:module:factory`` (a callable taking the
     same keyword arguments), so an operator can plug in their own without a fork."""
     if spec.startswith("python:"):
         module_name, _, factory_name = spec[len("python:"):].rpartition(":")
         if not module_name or not factory_name:
             raise ValueError(f"expected python:module:factory, got {spec!r}")
-        factory = getattr(importlib.import_module(module_name), factory_name)
-        return factory(**kwargs)
+        plugin: object = getattr(importlib.import_module(module_name), factory_name)
+        made = plugin(**kwargs) if callable(plugin) else None
+        if not isinstance(made, Screener):
+            raise ValueError(f"{spec} must be a callable returning a screener (a name and screen(texts))")
+        return made
     factory = builtins.get(spec)
     if factory is None:
         raise ValueError(f"unknown detector {spec!r} (built in: {', '.join(sorted(builtins))})")

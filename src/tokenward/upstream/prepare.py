@@ -13,11 +13,9 @@ import msgspec
 
 from ..errors import Reason, Refusal
 from ..pipeline.context import RequestContext
+from ..pipeline.route import Checked
 from .targets import Target, TargetTable
-
-
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 
 class UpstreamCall:
@@ -86,7 +84,10 @@ def _prepare(ctx: RequestContext, targets: TargetTable, upstream_path: str) -> U
     ctx.model = model
     ctx.stream = stream
     route = ctx.route
-    native = route.render(ctx, target.backend_model if target.renames else None) if route is not None else None
+    native = None
+    if route is not None:
+        checked = Checked(ctx.request, ctx.screening, ctx.entitlement)
+        native = route.render(checked, target.backend_model if target.renames else None)
     if native is not None:   # the upstream serves the route's API: its own body, rendered from the parse
         return UpstreamCall(target, native.path, native.body, stream, False)
     wants_usage = stream and options is True

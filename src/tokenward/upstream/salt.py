@@ -39,6 +39,7 @@ from msgspec import UNSET
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError, Reason, Refusal
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -51,7 +52,7 @@ _CLIENT_SALT = re.compile(r"[!-~]{1,%d}" % MAX_CLIENT_SALT)
 # the object's opening brace, and whether it closes at once
 _OPENING = re.compile(rb"[ \t\r\n]*\{[ \t\r\n]*(\})?")
 _MAX_REMEMBERED = 65_536
-_encode = msgspec.json.encode
+
 _members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 
 

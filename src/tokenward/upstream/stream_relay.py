@@ -20,9 +20,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-import msgspec
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import Reason, Refusal
 from ..http.responses import SSE_HEADERS, sse_error_event
@@ -35,12 +33,21 @@ from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
 from .client import UpstreamError, UpstreamResponse
 from ..wire.sse import SseEvent, SseSplitter
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
-    from .forward import Forwarder
     from .prepare import UpstreamCall
+    from .stream_clock import StreamClock
 
-_encode = msgspec.json.encode
+
+class StreamLimits(Protocol):
+    """What the relay reads of the forwarder that calls it (forward.py): the loop's stream
+    clock, and the limits it enforces (seconds)."""
+
+    max_duration: float
+    idle_timeout: float
+
+    def clock(self) -> StreamClock: ...
 
 
 def _usage_so_far(account: StreamUsage, prompt: int | None) -> Usage:
@@ -76,7 +83,7 @@ _TOO_LARGE = "the backend's stream is larger than this request allows"
 _MALFORMED = "the backend sent an event that is not well-formed server-sent events with JSON data"
 
 
-async def relay_stream(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
+async def relay_stream(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
     target = call.target
     account = StreamUsage(target.output_counter)
     splitter = SseSplitter()
@@ -151,7 +158,7 @@ def _events(account: StreamUsage, events: list[SseEvent], drop_usage: bool) -> t
     return out, done, False
 
 
-async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account: StreamUsage, started: bool,
+async def _end(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, account: StreamUsage, started: bool,
                ending: Reason | None, timed_out: bool, done_event: bytes, cut: str | None = None) -> Exit:
     """How the stream ends for the client: an error envelope (nothing was sent yet), an
     in-band error event (the 200 is out), or the usage chunk if due and ``[DONE]``."""
@@ -183,7 +190,7 @@ async def _end(fwd: Forwarder, ctx: RequestContext, call: UpstreamCall, account:
     return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
 
-def _message(fwd: Forwarder, ctx: RequestContext, reason: Reason, cut: str | None) -> str:
+def _message(fwd: StreamLimits, ctx: RequestContext, reason: Reason, cut: str | None) -> str:
     if reason is Reason.stream_duration_exceeded:
         text = f"stream exceeded its maximum duration of {fwd.max_duration:g}s"
     elif reason is Reason.stream_idle_timeout:

@@ -46,6 +46,7 @@ from .schemas import (
     TextPart,
     ToolMessage,
 )
+from ..wire.codec import json_decode as _decode, json_encode as _encode
 
 PLAIN = 0
 JSON_RAW = 1
@@ -54,9 +55,6 @@ FILE = 2
 PROMPT = "prompt"
 TOOL_OUTPUT = "tool_output"
 METADATA = "metadata"
-
-_decode = msgspec.json.decode
-_encode = msgspec.json.encode
 
 
 def canonical_json(text: str) -> str:

@@ -10,12 +10,9 @@ fields have unexpected types reads as ``None`` (the readers then fall back to th
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import msgspec
-
-if TYPE_CHECKING:
-    from .sse import SseEvent
 
 
 class Function(msgspec.Struct):
@@ -59,7 +56,15 @@ _decode = msgspec.json.Decoder(Chunk).decode
 _UNREADABLE = Chunk()   # marks an event already tried and found not to be a readable chunk
 
 
-def parsed(event: SseEvent) -> Chunk | None:
+class Event(Protocol):
+    """A streamed event as this module reads it: ``wire/sse.py``'s ``SseEvent``, which keeps
+    its chunk once decoded."""
+
+    data: bytes | None
+    parsed: Chunk | None
+
+
+def parsed(event: Event) -> Chunk | None:
     """The event's chunk, decoded at the first call (None: no data, [DONE], or unreadable)."""
     chunk = event.parsed
     if chunk is None:

@@ -23,9 +23,12 @@ had to remember to clear the others'). Sans-IO: bytes in, values out.
 
 from __future__ import annotations
 
-from typing import Any
+import enum
+from typing import Any, cast
 
 import msgspec
+
+from .codec import json_encode as _encode
 
 # vLLM's request fields beyond OpenAI's API (sampling, guided decoding, templating).
 VLLM_FIELDS = (
@@ -51,7 +54,7 @@ class _Tool(msgspec.Struct):
     custom: _Name | None = None
 
 
-class _Message(msgspec.Struct):
+class PeekMessage(msgspec.Struct):
     role: object = None
 
 
@@ -59,34 +62,44 @@ class _ResponseFormat(msgspec.Struct):
     type: object = None
 
 
+class PeekFields(msgspec.Struct):
+    """The members the stages before validation read, typed as loosely as ``peek()`` allows."""
+
+    model: object = None
+    user: object = None
+    messages: list[PeekMessage] | None = None
+    tools: list[_Tool] | None = None
+    functions: list[_Name] | None = None
+    tool_choice: object = None
+    function_call: object = None
+    response_format: _ResponseFormat | None = None
+    best_of: object = None
+    logprobs: object = None
+    top_logprobs: object = None
+    stream: object = None
+    stream_options: object = None
+    max_tokens: object = None
+    max_completion_tokens: object = None
+    n: object = None
+
+
 # vLLM fields come last: one tuple comparison tells whether any of them is present
-# (stages/s30_entitlement.py).
-BodyPeek = msgspec.defstruct("BodyPeek", [
-    ("model", object, None),
-    ("user", object, None),
-    ("messages", "list[_Message] | None", None),
-    ("tools", "list[_Tool] | None", None),
-    ("functions", "list[_Name] | None", None),
-    ("tool_choice", object, None),
-    ("function_call", object, None),
-    ("response_format", "_ResponseFormat | None", None),
-    ("best_of", object, None),
-    ("logprobs", object, None),
-    ("top_logprobs", object, None),
-    ("stream", object, None),
-    ("stream_options", object, None),
-    ("max_tokens", object, None),
-    ("max_completion_tokens", object, None),
-    ("n", object, None),
-    *((name, object, None) for name in VLLM_FIELDS),
-], module=__name__)
+# (stages/s06_entitlement.py). The cast: msgspec types defstruct's result as type[Struct],
+# though it is a subclass of the bases it is given.
+BodyPeek = cast("type[PeekFields]", msgspec.defstruct(
+    "BodyPeek", [(name, object, None) for name in VLLM_FIELDS], bases=(PeekFields,), module=__name__))
 FIRST_VLLM_FIELD = len(BodyPeek.__struct_fields__) - len(VLLM_FIELDS)
 
+
+class _Unfit(enum.Enum):
+    UNFIT = "this version was peeked at and does not fit the peek's shape"
+
+
+_UNFIT = _Unfit.UNFIT
 _decode_peek = msgspec.json.Decoder(BodyPeek).decode
 _decode_tree = msgspec.json.Decoder(dict[str, Any]).decode
 _decode_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
-_encode = msgspec.json.encode
-_UNFIT = object()   # cached: this version was peeked at and does not fit the peek's shape
+
 _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
@@ -96,7 +109,7 @@ class RequestBody:
     def __init__(self, raw: bytes = b"") -> None:
         self.raw = raw
         self.version = 0
-        self._peek: Any = None
+        self._peek: PeekFields | _Unfit | None = None
         self._tree: dict[str, Any] | None = None
         self._members: dict[str, Any] | None = None
         self._typed: Any = None
@@ -114,7 +127,7 @@ class RequestBody:
         self.replace(_encode(tree))
         self._tree = tree
 
-    def peek(self) -> Any:
+    def peek(self) -> PeekFields | None:
         """The lenient ``BodyPeek`` of this version, or None when there is no body or it
         does not fit (validation then refuses it with the precise error)."""
         peek = self._peek

@@ -12,10 +12,8 @@ and ``malformed``: a line that is neither a comment nor an SSE field (``data``, 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .chunks import Chunk
+from .chunks import Chunk
 
 _BOUNDARY = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 DONE_DATA = b"[DONE]"

@@ -25,23 +25,25 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..config.schema import Config
 from ..errors import Reason, Refusal
 from ..pipeline.stage import BaseStage
-from ..tokenize.registry import shared_registry
+from ..pipeline.closers import Closers
+from ..tokenize.registry import TokenizerRegistry
 from ..validation.bounds import say_output_bound
 from ..validation.request import Validator
 from ..validation.result import NormalizedRequest
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from ..attachments.pdf import PdfExtractor
     from ..pipeline.context import RequestContext
-    from ..services import Services
-
-_encode = msgspec.json.encode
 
 
 class ValidationStage(BaseStage):
     name = "validation"
+    needs = frozenset({"route"})
+    writes = frozenset({"request"})
 
     def __init__(self, vocab_sizes: dict[str, int], serves: dict[str, frozenset[str]] | None = None,
                  pdf_reader: PdfExtractor | None = None) -> None:
@@ -52,7 +54,7 @@ class ValidationStage(BaseStage):
         self.pdf_reader = pdf_reader   # a started-on-first-use attachments.pdf.PdfExtractor
 
     async def admit(self, ctx: RequestContext) -> Refusal | None:
-        route = ctx.route   # a dialect's route validates as chat (stages/s25_dialect.py)
+        route = ctx.route   # a dialect's route validates as chat (stages/s05_dialect.py)
         path = route.validates if route is not None else ctx.path
         if path not in self.paths:
             return None  # a route without a body (GET /v1/models)
@@ -123,11 +125,10 @@ def _where(path: tuple[str | int, ...] | None) -> str:
     return f"messages[{i}].content[{j}].file.file_data"
 
 
-def build(services: Services) -> ValidationStage:
+def build(config: Config, tokenizers: TokenizerRegistry, closers: Closers) -> ValidationStage:
     from ..attachments.pdf import PdfExtractor
 
-    registry = shared_registry(services)
     reader = PdfExtractor()   # workers start on the first PDF, never before
-    services.on_close(reader.aclose)
-    return ValidationStage({model: counter.vocab_size for model, counter in registry.counters.items()},
-                           {model: frozenset(spec.serves) for model, spec in services.config.models.items()}, reader)
+    closers.add(reader.aclose)
+    return ValidationStage({model: counter.vocab_size for model, counter in tokenizers.counters.items()},
+                           {model: frozenset(spec.serves) for model, spec in config.models.items()}, reader)

@@ -25,17 +25,18 @@ File types (``files_not_entitled``) are decided by validation, which sniffs them
 
 from __future__ import annotations
 
-from typing import Callable, TYPE_CHECKING
+from typing import Callable, Sequence, TYPE_CHECKING
 
 import msgspec
 
 from ..config.globs import GlobSet, glob_set
-from ..config.schema import PlanConfig
+from ..config.loader import effective_plan
+from ..config.schema import Config, PlanConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
 from ..validation.plan import feature_hint
-from ..wire.request_body import FIRST_VLLM_FIELD, VLLM_FIELDS
+from ..wire.request_body import FIRST_VLLM_FIELD, VLLM_FIELDS, PeekFields, PeekMessage
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -78,6 +79,8 @@ def _feature_denied(name: str, param: str, setting: str) -> Refusal:
 
 class EntitlementStage(BaseStage):
     name = "entitlement"
+    needs = frozenset({"principal"})
+    writes = frozenset({"entitlement"})
 
     def __init__(self, plans: dict[str, PlanConfig], known_models: frozenset[str]) -> None:
         self.rules = {tenant: TenantRules(plan) for tenant, plan in plans.items()}
@@ -102,7 +105,8 @@ class EntitlementStage(BaseStage):
         ctx.entitlement = entitlement
         return None
 
-    def _check(self, ctx: RequestContext, rules: TenantRules, entitlement: Entitlement, peek) -> Refusal | None:
+    def _check(self, ctx: RequestContext, rules: TenantRules, entitlement: Entitlement,
+               peek: PeekFields) -> Refusal | None:
         model = peek.model
         if model.__class__ is str and model not in entitlement.models:
             if model in rules.models:
@@ -126,7 +130,7 @@ def _same(name: str) -> str:
     return name
 
 
-def _check_tools(peek, allowed: GlobSet, entitled: Callable[[str], str]) -> Refusal | None:
+def _check_tools(peek: PeekFields, allowed: GlobSet, entitled: Callable[[str], str]) -> Refusal | None:
     """Each tool by the name the plan entitles it by (a Responses namespace's member as
     ``NAMESPACE.TOOL``, though the chat view calls it ``NAMESPACE__TOOL``: Route.entitled_name)."""
     for i, tool in enumerate(peek.tools or ()):
@@ -154,7 +158,7 @@ def _check_tools(peek, allowed: GlobSet, entitled: Callable[[str], str]) -> Refu
     return None
 
 
-def _chosen_tools(peek) -> list[tuple[object, str]]:
+def _chosen_tools(peek: PeekFields) -> list[tuple[object, str]]:
     """(name, param) of each tool a ``tool_choice`` (or legacy ``function_call``) names: a
     forced choice names a tool even when ``tools`` does not list it. Shapes that name
     nothing ("auto", "none", "required") pass; validation checks the rest of the shape."""
@@ -177,7 +181,7 @@ def _chosen_tools(peek) -> list[tuple[object, str]]:
     return named
 
 
-def _check_features(peek, features: frozenset[str]) -> Refusal | None:
+def _check_features(peek: PeekFields, features: frozenset[str]) -> Refusal | None:
     best_of = peek.best_of
     if best_of.__class__ is int and best_of > 1 and "best_of" not in features:
         return _feature_denied("best_of", "best_of", "; the plan enables it with `allow_best_of: true`")
@@ -197,7 +201,7 @@ def _check_features(peek, features: frozenset[str]) -> Refusal | None:
     return None
 
 
-def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: list) -> Refusal | None:
+def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: Sequence[PeekMessage]) -> Refusal | None:
     has_system = any(m.role in SYSTEM_ROLES for m in messages)
     if rules.refuse_system:
         if has_system:
@@ -213,9 +217,6 @@ def _system_prompt(ctx: RequestContext, rules: TenantRules, messages: list) -> R
     return None
 
 
-def build(services) -> EntitlementStage:
-    from ..config.loader import effective_plan
-
-    config = services.config
+def build(config: Config) -> EntitlementStage:
     return EntitlementStage({tenant: effective_plan(config, tenant) for tenant in config.tenants},
                             frozenset(config.models))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal
-from ..pipeline.route import NativeCall
+from ..pipeline.route import Checked, NativeCall
 from ..pipeline.stage import BaseStage
 from ..validation.result import NormalizedRequest
 from ..validation.texts import TextUnit, chat_units
@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from ..pii.stream_edit import StreamTextEdit
     from ..pipeline.context import RequestContext
     from ..pipeline.outbound import ResponseTransform
-    from ..services import Services
 
 
 class Route:
@@ -51,7 +50,7 @@ class Route:
     def outside_prompt(self) -> tuple[Sequence[str], int]:
         return (), 0
 
-    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
+    def render(self, checked: Checked, backend_model: str | None) -> NativeCall | None:
         return None
 
     def entitled_name(self, name: str) -> str:
@@ -70,6 +69,7 @@ def _media_type(value: bytes) -> bytes:
 
 class EdgeStage(BaseStage):
     name = "edge"
+    writes = frozenset({"route"})
 
     def __init__(self, config: Config, reads_body: bool = False) -> None:
         edge = config.edge
@@ -163,6 +163,6 @@ def _too_large(cap: int) -> Refusal:
     return Refusal(Reason.body_too_large, f"request body exceeds {cap} bytes")
 
 
-def build(services: Services) -> EdgeStage:
+def build(config: Config, stage_names: frozenset[str]) -> EdgeStage:
     # Without an identity stage (benches that price a part), nothing else reads the body.
-    return EdgeStage(services.config, reads_body="identity" not in services.stage_names)
+    return EdgeStage(config, reads_body="identity" not in stage_names)

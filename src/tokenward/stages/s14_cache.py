@@ -25,24 +25,27 @@ import asyncio
 import logging
 import os
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import msgspec
 
 from ..cache.entry import CacheEntry, StreamAssembly, from_body
 from ..cache.key import KeyMaker, tenant_prefix
 from ..cache.semantic import SemanticIndex, question
-from ..cache.store import CacheUnavailable, MemoryCache, RedisCache
+from ..cache.store import CacheStore, CacheUnavailable, MemoryCache, RedisCache
+from ..config.content import SemanticCacheConfig
 from ..config.schema import CacheConfig, Config
 from ..errors import ConfigError
 from ..http.responses import JSON, SSE_HEADERS
 from ..observe.metrics import GatewayMetrics
+from ..pipeline.closers import Closers
 from ..pii.output import OutputRedactor
 from ..pipeline.context import required
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
 from ..wire.chunks import parsed
 from ..validation.result import NormalizedRequest
+from ..wire.codec import msgpack_encode as _encode_entry
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -53,9 +56,13 @@ log = logging.getLogger("tokenward.cache")
 HEADER = b"x-tokenward-cache"
 _HIT, _MISS, _BYPASS = ((HEADER, value) for value in (b"hit", b"miss", b"bypass"))
 _decode_entry = msgspec.msgpack.Decoder(CacheEntry).decode
-_encode_entry = msgspec.msgpack.encode
+
 _LIMIT = struct.Struct(">i")
 _MEMO_ENTRIES, _MEMO_BYTES = 1024, 8 << 20   # decoded hot entries kept beside the memory store
+# a stored answer as the stage knows it: (the stored value, its entry, the tokens it saves)
+Found = tuple[bytes, CacheEntry, int]
+# what indexes an answer in the semantic cache: (shape, guard, the question's embedding)
+Indexed = tuple[bytes, bytes, Any]
 
 
 def _stored(raw: bytes) -> CacheEntry | None:
@@ -79,7 +86,7 @@ class Capture:
 
     __slots__ = ("key", "limit", "ttl", "semantic", "body", "stream")
 
-    def __init__(self, key: str, limit: int | None, ttl: float, semantic: tuple[bytes, bytes, Any] | None) -> None:
+    def __init__(self, key: str, limit: int | None, ttl: float, semantic: Indexed | None) -> None:
         self.key = key
         self.limit = limit
         self.ttl = ttl
@@ -132,10 +139,12 @@ class Hit:
 
 class CacheStage(BaseStage):
     name = "cache"
+    needs = frozenset({"principal", "request"})
+    writes = frozenset({"cache"})
     holds = True
 
-    def __init__(self, cfg: CacheConfig, store, secret: bytes, prefix: str, prices: dict[str, Any],
-                 metrics: GatewayMetrics | None = None) -> None:
+    def __init__(self, cfg: CacheConfig, store: CacheStore, secret: bytes, prefix: str,
+                 prices: dict[str, tuple[float, float]], metrics: GatewayMetrics | None = None) -> None:
         self.cfg = cfg
         self.metrics = metrics if metrics is not None else GatewayMetrics()   # the gateway's (services.py)
         self.store = store
@@ -144,18 +153,19 @@ class CacheStage(BaseStage):
         self._key = KeyMaker(secret, prefix)
         self._prefix = prefix
         self._prices = prices
-        self._writes: set[asyncio.Task] = set()
+        self._writes: set[asyncio.Task[None]] = set()
         # key -> (stored value, its entry, tokens): the memory store hands back the very
         # value it holds, so a hot entry is decoded once, not on every hit (the identity
         # check keeps it exact: a new answer under the key is a new object). Bounded.
-        self._decoded: dict[str, tuple[bytes, CacheEntry, int]] = {}
+        self._decoded: dict[str, Found] = {}
         self._decoded_bytes = 0
-        self._memo = getattr(store, "name", "") == "memory"
+        memory = store if isinstance(store, MemoryCache) else None
+        self._memo = memory is not None
         self.semantic: SemanticIndex | None = None   # cache/semantic.py's index, when a plan opts in
         self.output_screens = False  # some screening policy redacts what the model writes
         # the memory store's own: no I/O, so no coroutine or task per request
-        self._peek = getattr(store, "peek", None)
-        self._put = getattr(store, "put", None)
+        self._peek = memory.peek if memory is not None else None
+        self._put = memory.put if memory is not None else None
 
     async def admit(self, ctx: RequestContext) -> Hit | None:
         plan = ctx.plan
@@ -175,7 +185,7 @@ class CacheStage(BaseStage):
         tenant = required(ctx.principal, "principal").tenant
         screening = ctx.screening
         key, limit = self._key(tenant, ctx.parsed, None if screening is not None and screening.rewrites else request.body)
-        note = {"outcome": "miss"}
+        note: dict[str, object] = {"outcome": "miss"}
         ctx.note("cache", note)
         semantic = None
         if control is not None and b"no-cache" in control:
@@ -199,7 +209,7 @@ class CacheStage(BaseStage):
         ctx.add_transform(capture)
         return None
 
-    def _hit(self, ctx: RequestContext, tenant: str, found: tuple, note: dict, outcome: str) -> Hit:
+    def _hit(self, ctx: RequestContext, tenant: str, found: Found, note: dict[str, object], outcome: str) -> Hit:
         _, entry, tokens = found
         ctx.response_headers.append(_HIT)
         note["outcome"] = "hit"
@@ -207,7 +217,8 @@ class CacheStage(BaseStage):
         self.metrics.cached(tenant, outcome, tokens, self._cost(ctx.model, entry))
         return Hit(entry)
 
-    async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None, note: dict):
+    async def _paraphrase(self, ctx: RequestContext, tenant: str, limit: int | None,
+                          note: dict[str, object]) -> tuple[Indexed | None, Found | None]:
         """(what indexes this request once answered, or None; a paraphrase's entry, or None)."""
         index = self.semantic
         asked = question(ctx.parsed) if index is not None else None
@@ -232,7 +243,7 @@ class CacheStage(BaseStage):
         ctx.response_headers.append(_BYPASS)
         self.metrics.cached(ctx.principal.tenant if ctx.principal is not None else "", "bypass")
 
-    async def _lookup(self, key: str, note: dict) -> tuple[bytes, CacheEntry, int] | None:
+    async def _lookup(self, key: str, note: dict[str, object]) -> Found | None:
         try:
             raw = await self.store.get(key)
         except CacheUnavailable:
@@ -241,7 +252,7 @@ class CacheStage(BaseStage):
             return None
         return self._known(key, raw)
 
-    def _known(self, key: str, raw: bytes | None) -> tuple[bytes, CacheEntry, int] | None:
+    def _known(self, key: str, raw: bytes | None) -> Found | None:
         """The stored value as (value, its entry, tokens), decoded once while it stays hot."""
         if raw is None:
             return None
@@ -329,7 +340,7 @@ class CacheStage(BaseStage):
                 self.semantic.close()
 
 
-def _output_screen(ctx: RequestContext):
+def _output_screen(ctx: RequestContext) -> Callable[[bytes], bytes] | None:
     """With ``pii.output: redact`` the entry is stored as it will be served: the personal
     data the model wrote masked, so none of it is kept in the cache (a fresh redactor: the
     request's own already counted what it masked)."""
@@ -351,7 +362,7 @@ def _secret(cfg: CacheConfig, shared: bool) -> bytes:
     return hashlib.sha256(b"tokenward-cache\0" + raw.encode()).digest()
 
 
-def _semantic(cfg, secret: bytes):
+def _semantic(cfg: SemanticCacheConfig, secret: bytes) -> SemanticIndex:
     from ..cache import semantic
 
     try:
@@ -361,7 +372,7 @@ def _semantic(cfg, secret: bytes):
                                             f"(pip install 'tokenward[classifier]'): {exc}") from None
 
 
-def open_cache(config: Config):
+def open_cache(config: Config) -> tuple[MemoryCache | RedisCache, bytes]:
     cfg = config.cache
     assert cfg is not None
     if cfg.store == "memory":
@@ -373,26 +384,22 @@ def open_cache(config: Config):
     return RedisCache(url, cfg.timeout_ms / 1000, secret), secret
 
 
-def build(services) -> CacheStage | None:
-    config: Config = services.config
+def build(config: Config, metrics: GatewayMetrics, closers: Closers,
+          previous_cache: CacheStage | None) -> CacheStage | None:
     if config.cache is None:
         return None
-    old = services.inherited.cache if services.inherited is not None else None
+    old = previous_cache
     if old is not None and old.cfg == config.cache and config.cache.store == "memory":
         store, secret = old.store, old.secret   # a reload keeps the process's cached answers
         old.keep_store = True
     else:
         store, secret = open_cache(config)
     prices = {name: (m.input_price_per_million, m.output_price_per_million) for name, m in config.models.items()}
-    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices, services.metrics)
+    stage = CacheStage(config.cache, store, secret, config.store.key_prefix, prices, metrics)
     stage.output_screens = any(p.pii is not None and p.pii.output == "redact" for p in config.screening.policies.values())
     if config.cache.semantic is not None and any(p.cache_semantic for p in config.plans.values()):
         stage.semantic = old.semantic if old is not None and old.keep_store and old.semantic is not None \
             else _semantic(config.cache.semantic, secret)
-    services.cache = stage
-    services.on_close(stage.close)
-    admin = services.admin
-    if admin is not None:
-        admin.tenant_actions["cache/purge"] = stage.purge
-    services.metrics.watch_cache(store)
+    closers.add(stage.close)
+    metrics.watch_cache(store)
     return stage

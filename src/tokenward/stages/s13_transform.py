@@ -22,31 +22,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
 from msgspec import UNSET
 
 from ..errors import Reason, Refusal
+from ..config.schema import Config
 from ..observe.metrics import GatewayMetrics
 from ..pii.output import OutputRedactor
 from ..pii.placeholders import Masker
 from ..pipeline.context import required
 from ..pipeline.stage import BaseStage
-from ..tokenize.registry import shared_registry
+from ..tokenize.registry import TokenizerRegistry
 from ..validation.bounds import say_output_bound
 from ..validation.schemas import ChatCompletionRequest, CompletionRequest
+from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
     from ..pipeline.route import Route
     from ..validation.result import NormalizedRequest
-    from ..services import Services
     from ..pipeline.results import Screening
-
-_encode = msgspec.json.encode
 
 
 class TransformStage(BaseStage):
     name = "transform"
+    needs = frozenset({"route", "request", "screening"})
 
     def __init__(self, counters: dict[str, Any], metrics: GatewayMetrics | None = None) -> None:
         self.counters = counters
@@ -165,7 +164,7 @@ def _keep_within_reservation(ctx: RequestContext, request: NormalizedRequest, gr
     return None
 
 
-def build(services: Services) -> TransformStage | None:
-    if not services.config.screening.policies:
+def build(config: Config, tokenizers: TokenizerRegistry, metrics: GatewayMetrics) -> TransformStage | None:
+    if not config.screening.policies:
         return None
-    return TransformStage(shared_registry(services).counters, services.metrics)
+    return TransformStage(tokenizers.counters, metrics)

@@ -25,10 +25,10 @@ from typing import TYPE_CHECKING
 from ..budget import policy
 from ..budget.admission import Admitter, Decision
 from ..budget.limits import JOB_LIMITS
-from ..budget.memory import MemoryStore
 from ..budget.policy import Prices
 from ..config.schema import Config, PlanConfig
-from ..errors import ConfigError, Reason, Refusal
+from ..control.metrics import EnforcementMetrics
+from ..errors import Reason, Refusal
 from ..http.responses import NO_RETRY
 from ..jobs.book import JobBook
 from ..observe.metrics import GatewayMetrics
@@ -40,11 +40,9 @@ from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
-    from ..budget.store import BudgetStore
     from ..jobs.terms import JobBudgets
     from ..pipeline.context import RequestContext
     from ..pipeline.results import Principal, Work
-    from ..services import Services
 
 
 _NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
@@ -67,18 +65,20 @@ class Estimate:
 
 class AdmissionStage(BaseStage):
     name = "admission"
+    needs = frozenset({"principal", "request", "work"})
+    writes = frozenset({"reservation", "job"})
     holds = True
 
     def __init__(self, config: Config, admitter: Admitter, metrics: GatewayMetrics | None = None,
-                 work: WorkMetrics | None = None) -> None:
+                 work: WorkMetrics | None = None, jobs: JobBook | None = None) -> None:
         self.admitter = admitter
-        # the gateway's (services.py); a bench's own stage counts into its own
+        # the gateway's (assemble/gateway.py); a bench's own stage counts into its own
         self.metrics = metrics if metrics is not None else GatewayMetrics()
         self.work = work if work is not None else WorkMetrics()
         self._models = {name: (Prices.per_million(m.input_price_per_million, m.output_price_per_million), m.upstream)
                         for name, m in config.models.items()}
         self._shared_store = admitter.shared.store.name
-        self.jobs = JobBook(admitter, self.work)
+        self.jobs = jobs if jobs is not None else JobBook(admitter, self.work)
         # API key id -> its [tokens, micro-USD] charged, the slot the metrics export
         self._key_slots: dict[str, list[int]] = {}
 
@@ -116,7 +116,7 @@ class AdmissionStage(BaseStage):
         if decision.shadow:
             record.shadow_would_reject = decision.shadow
         if ctx.work is not None and ctx.work.stateful:
-            # the prompt side was reserved at the context limit (stages/s50_work.py)
+            # the prompt side was reserved at the context limit (stages/s09_work.py)
             record.stateful_prompt = ctx.work.input_tokens
         ctx.note("budget", record)
         ticket = decision.ticket
@@ -285,36 +285,7 @@ def _upper_bound(refusal: Refusal, work: Work | None) -> Refusal:
     return refusal
 
 
-def open_store(config: Config) -> BudgetStore:
-    url = config.store.url
-    if url == "memory":
-        return MemoryStore()
-    if url.startswith(("redis://", "rediss://", "unix://")):
-        from ..budget.redis import RedisStore
-
-        return RedisStore(url, config.store.timeout_ms / 1000, config.store.client)
-    raise ConfigError("store.url", f"expected 'memory', redis://, rediss:// or unix://, got {url!r}")
-
-
-def _inherited_store(services: Services) -> BudgetStore | None:
-    """On a reload, the in-memory store of the gateway being replaced: its buckets, gauges
-    and open reservations are the process's budget state, not the old config's."""
-    old = services.inherited
-    if old is None or services.config.store.url != "memory" or old.config.store.url != "memory":
-        return None
-    admitter = old.budget
-    return admitter.shared.store if admitter is not None else None
-
-
-async def build(services: Services) -> AdmissionStage:
-    config = services.config
-    clock = services.clock
-    admitter = Admitter(config, _inherited_store(services) or open_store(config), clock=clock)
-    services.budget = admitter
-    services.enforcement.budget_health = admitter.shared.health   # what tokenward_budget_store_up reports
-    services.on_close(admitter.close)
-    admitter.keeper.start()
-    await admitter.warm()
-    stage = AdmissionStage(config, admitter, services.metrics, services.work)
-    services.jobs = stage.jobs
-    return stage
+def build(config: Config, admitter: Admitter, jobs: JobBook, metrics: GatewayMetrics,
+          work_metrics: WorkMetrics, enforcement: EnforcementMetrics) -> AdmissionStage:
+    enforcement.budget_health = admitter.shared.health   # what tokenward_budget_store_up reports
+    return AdmissionStage(config, admitter, metrics, work_metrics, jobs)

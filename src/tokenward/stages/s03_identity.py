@@ -6,7 +6,7 @@ like a JWT is verified against the configured OIDC issuers. ``x-tenant-id`` and 
 other header or body field naming a tenant is ignored: the body's ``user`` field is kept
 only as an end-user label inside the verified tenant.
 
-Identity decides on the request head: the body is read (``s10_edge.read_body``) only after
+Identity decides on the request head: the body is read (``s02_edge.read_body``) only after
 the credential is verified, so a request without valid credentials is refused at once,
 whatever its body is doing. Only then is the body's ``user`` field read.
 """
@@ -14,23 +14,23 @@ whatever its body is doing. Only then is the body's ``user`` field read.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 import msgspec
 
-from ..config.schema import PlanConfig
+from ..config.schema import Config, PlanConfig
 from ..memos import enter as enter_tenant
 from ..errors import Reason, Refusal
 from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
-from ..assemble.identity import open_identity, tenant_plans
+from ..identity.parts import IdentityParts
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage
-from .s10_edge import read_body
+from ..wire.request_body import PeekFields
+from .s02_edge import read_body
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
-    from ..services import Services
 
 MISSING = Refusal(Reason.missing_credentials,
                   "no credentials: send Authorization: Bearer <API key> (or an x-api-key header)")
@@ -62,13 +62,15 @@ def _credential(headers: list[tuple[bytes, bytes]]) -> str | None | Refusal:
     return raw.decode("latin-1") if raw else ""
 
 
-def _end_user(peek: Any) -> str | None:   # a BodyPeek (wire/request_body.py) or None
+def _end_user(peek: PeekFields | None) -> str | None:
     user = peek.user if peek is not None else None
     return user if isinstance(user, str) and 0 < len(user) <= MAX_END_USER_CHARS else None
 
 
 class IdentityStage(BaseStage):
     name = "identity"
+    needs = frozenset({"route"})
+    writes = frozenset({"principal"})
 
     def __init__(self, api_keys: ApiKeyAuthenticator, jwt: JwtVerifier | None,
                  plans: dict[str, tuple[str, PlanConfig]], clock: Callable[[], float] = time.time) -> None:
@@ -130,10 +132,6 @@ class IdentityStage(BaseStage):
         return principal
 
 
-async def build(services: Services) -> IdentityStage:
-    config = services.config
-    plans = tenant_plans(config)
-    parts = await open_identity(services, plans)
+def build(config: Config, identity: IdentityParts) -> IdentityStage:
     jwt = JwtVerifier(config.jwt.issuers) if config.jwt.issuers else None
-    services.identity = parts
-    return IdentityStage(parts.authenticator, jwt, plans)
+    return IdentityStage(identity.authenticator, jwt, identity.plans)

@@ -31,24 +31,25 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..config.schema import ModelConfig
+from ..config.schema import Config, ModelConfig
 from ..errors import Reason, Refusal
 from ..pipeline.results import Work
 from ..pipeline.stage import BaseStage
 from ..tokenize.counters import Counter
-from ..tokenize.registry import shared_registry
+from ..tokenize.registry import TokenizerRegistry
 from ..tokenize.requests import prompt_tokens
 from ..validation.result import NormalizedRequest
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
-    from ..services import Services
 
 _INPUT_FIELD = {"chat": "messages", "completions": "prompt", "embeddings": "input"}
 
 
 class WorkStage(BaseStage):
     name = "work"
+    needs = frozenset({"request"})
+    writes = frozenset({"work"})
 
     def __init__(self, models: dict[str, ModelConfig], counters: dict[str, Counter]) -> None:
         self.windows = {name: spec.context_window for name, spec in models.items()}
@@ -109,6 +110,5 @@ def _work_param(request: NormalizedRequest, outer: int) -> str:
     return "max_tokens" if request.max_output_tokens else _INPUT_FIELD[request.route]
 
 
-def build(services: Services) -> WorkStage:
-    registry = shared_registry(services)
-    return WorkStage(services.config.models, registry.counters)
+def build(config: Config, tokenizers: TokenizerRegistry) -> WorkStage:
+    return WorkStage(config.models, tokenizers.counters)

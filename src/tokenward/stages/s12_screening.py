@@ -24,13 +24,14 @@ metrics; no text ever does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
-from ..config.schema import InjectionScreening, PiiScreening, ScreeningPolicy
+from ..config.schema import Config, InjectionScreening, PiiScreening, ScreeningPolicy
 from ..errors import ConfigError, MissingExtra, Reason, Refusal
 from ..observe.metrics import GatewayMetrics
 from ..pipeline.stage import BaseStage
 from ..pii.placeholders import LOOKALIKE
+from ..pii.spans import Span as Found
 from ..screening import screener as screening
 from ..screening.detectors import injection_screener, pii_screener
 from ..validation.result import NormalizedRequest
@@ -41,6 +42,9 @@ from ..validation.texts import TOOL_OUTPUT
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
 
+# a screener's answer and the microseconds it took
+Ran = tuple[screening.ScreenResult, float]
+
 
 class CompiledPolicy:
     __slots__ = ("injection", "injection_screener", "pii", "pii_screener", "output_find", "tool_output",
@@ -49,12 +53,12 @@ class CompiledPolicy:
     def __init__(self, name: str, policy: ScreeningPolicy) -> None:
         self.injection: InjectionScreening | None = policy.injection
         self.pii: PiiScreening | None = policy.pii if policy.pii is not None and policy.pii.mode != "off" else None
-        self.injection_screener = None
-        self.pii_screener = None
+        self.injection_screener: screening.Screener | None = None
+        self.pii_screener: screening.Screener | None = None
         # tool results and attachments' text under their own detector (injection.tool_output)
         self.tool_output = self.injection.tool_output if self.injection is not None else None
-        self.tool_output_screener = None
-        self.output_find = None
+        self.tool_output_screener: screening.Screener | None = None
+        self.output_find: Callable[[str], list[Found]] | None = None
         try:
             if self.injection is not None:
                 self.injection_screener = injection_screener(self.injection.detector, self.injection)
@@ -88,7 +92,7 @@ class CompiledPolicy:
 
 
 def _failed(metrics: GatewayMetrics, kind: str, detector: str, exc: screening.ScreenerFailed, closed: bool,
-            shadow: bool, record: dict) -> Refusal | None:
+            shadow: bool, record: dict[str, Any]) -> Refusal | None:
     outcome = "unavailable" if closed else "failed_open"
     record[kind] = {"detector": detector, "outcome": outcome, "failure": exc.why}
     if shadow:
@@ -102,6 +106,8 @@ def _failed(metrics: GatewayMetrics, kind: str, detector: str, exc: screening.Sc
 
 class ScreeningStage(BaseStage):
     name = "screening"
+    needs = frozenset({"route", "request"})
+    writes = frozenset({"screening"})
 
     def __init__(self, policies: dict[str, CompiledPolicy], metrics: GatewayMetrics | None = None) -> None:
         self.policies = policies
@@ -126,22 +132,24 @@ class ScreeningStage(BaseStage):
                 if cfg is None or (tools is not None and kind not in tools):
                     continue
                 only = texts if tools is None else [t if k == kind else "" for t, k in zip(texts, tools)]
+                assert screener is not None   # (compiled with its config)
                 ran = _screen(self.metrics, "injection", cfg, screener, result, only)
-                if _pending(ran):              # a screener that answers later (a model, a service)
+                if ran is not None and not isinstance(ran, (tuple, Refusal)):   # answers later (a model, a service)
                     ran = await _later(self.metrics, "injection", cfg, screener, result, ran)
                 refusal = self._injection(cfg, screener, result, ran, key)
                 if refusal is not None:
                     return refusal
         if policy.pii is not None:
-            ran = _screen(self.metrics, "pii", policy.pii, policy.pii_screener, result)
-            if _pending(ran):
-                ran = await _later(self.metrics, "pii", policy.pii, policy.pii_screener, result, ran)
+            pii_screener = policy.pii_screener
+            assert pii_screener is not None   # (compiled with its config)
+            ran = _screen(self.metrics, "pii", policy.pii, pii_screener, result)
+            if ran is not None and not isinstance(ran, (tuple, Refusal)):
+                ran = await _later(self.metrics, "pii", policy.pii, pii_screener, result, ran)
             return self._pii(policy, result, ran)
         return None
 
-    def _injection(self, cfg: InjectionScreening, screener: Any, result: Screening, ran,
-                   key: str = "injection") -> Refusal | None:
-        assert screener is not None
+    def _injection(self, cfg: InjectionScreening, screener: screening.Screener, result: Screening,
+                   ran: Ran | Refusal | None, key: str = "injection") -> Refusal | None:
         if isinstance(ran, Refusal) or ran is None:
             return ran
         found, took_us = ran
@@ -161,7 +169,7 @@ class ScreeningStage(BaseStage):
             return None
         return Refusal(Reason.content_blocked, f"the request was blocked by content screening ({screener.name})")
 
-    def _pii(self, policy: CompiledPolicy, result: Screening, ran) -> Refusal | None:
+    def _pii(self, policy: CompiledPolicy, result: Screening, ran: Ran | Refusal | None) -> Refusal | None:
         cfg, screener = policy.pii, policy.pii_screener
         assert cfg is not None and screener is not None
         if isinstance(ran, Refusal) or ran is None:
@@ -197,22 +205,22 @@ class ScreeningStage(BaseStage):
         return None
 
 
-def _screen(metrics: GatewayMetrics, kind: str, cfg: Any, screener: Any, result: Screening,
-            texts: list[str] | None = None):
+def _screen(metrics: GatewayMetrics, kind: str, cfg: InjectionScreening | PiiScreening,
+            screener: screening.Screener, result: Screening,
+            texts: list[str] | None = None) -> Ran | Awaitable[Ran] | Refusal | None:
     """(result, microseconds), an awaitable of that (``_later``), or what a failure means
     under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
-        budget_ms = cfg.timeout_ms if cfg.timeout_ms is not None else getattr(screener, "default_timeout_ms", 25.0)
+        # a screener may declare its own budget for a policy that sets none (screener.Threaded)
+        budget_ms: float = (cfg.timeout_ms if cfg.timeout_ms is not None
+                            else getattr(screener, "default_timeout_ms", 25.0))
         return screening.start(screener, result.texts if texts is None else texts, budget_ms / 1000)
     except screening.ScreenerFailed as exc:
         return _failed(metrics, kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
 
 
-def _pending(ran: Any) -> bool:
-    return ran is not None and type(ran) is not tuple and not isinstance(ran, Refusal)
-
-
-async def _later(metrics: GatewayMetrics, kind: str, cfg: Any, screener: Any, result: Screening, pending: Any):
+async def _later(metrics: GatewayMetrics, kind: str, cfg: InjectionScreening | PiiScreening,
+                 screener: screening.Screener, result: Screening, pending: Awaitable[Ran]) -> Ran | Refusal | None:
     try:
         return await pending
     except screening.ScreenerFailed as exc:
@@ -227,12 +235,11 @@ def _typed_lookalikes(texts: list[str]) -> bool:
     return False
 
 
-def build(services) -> ScreeningStage | None:
-    config = services.config
+def build(config: Config, metrics: GatewayMetrics) -> ScreeningStage | None:
     policies = config.screening.policies
     if not policies:
         return None
-    used = {plan.screening for plan in config.plans.values()}
+    used: set[object] = {plan.screening for plan in config.plans.values()}
     used |= {t.overrides.get("screening") for t in config.tenants.values() if isinstance(t.overrides, dict)}
     compiled = {}
     for name, policy in policies.items():
@@ -242,4 +249,4 @@ def build(services) -> ScreeningStage | None:
             if name in used:
                 raise
             # a policy no plan uses may name an extra that is not installed (check-config warns)
-    return ScreeningStage(compiled, services.metrics)
+    return ScreeningStage(compiled, metrics)

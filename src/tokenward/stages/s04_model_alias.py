@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import msgspec
 
 from ..config.aliases import ModelAliases
+from ..config.schema import Config
 from ..pipeline.stage import BaseStage
 from ..wire.sse import SseEvent, SseSplitter
+from ..wire.codec import json_encode as _encode, json_decode as _decode
 
 if TYPE_CHECKING:
     from ..errors import Refusal
     from ..pipeline.context import RequestContext
-    from ..services import Services
 
-_encode = msgspec.json.encode
-_decode = msgspec.json.decode
+
 # the routes whose body is not chat-shaped: their model is read from the top-level members
 _DIALECT_PATHS = frozenset(("/v1/responses", "/v1/messages", "/v1/messages/count_tokens"))
 # where a streamed event keeps the model: Messages' message_start, Responses' response.* events
@@ -146,8 +146,8 @@ def _with_data(raw: bytes, old: bytes, new: bytes) -> bytes:
     return b"\n".join([*kept, b"data: " + new]) + b"\n\n"
 
 
-def build(services: Services) -> ModelAliasStage | None:
-    aliases = ModelAliases(services.config)
+def build(config: Config) -> ModelAliasStage | None:
+    aliases = ModelAliases(config)
     if not aliases:
         return None    # no model has aliases: the stage is left out
     return ModelAliasStage(aliases)

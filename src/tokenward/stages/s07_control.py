@@ -22,19 +22,19 @@ import time
 from typing import TYPE_CHECKING, Callable
 
 from ..budget.store import StoreUnavailable
+from ..config.schema import Config
 from ..control.metrics import EnforcementMetrics
+from ..control.runtime import ControlRuntime
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
 from ..pipeline.stage import BaseStage
 
 if TYPE_CHECKING:
-    from ..control.runtime import ControlRuntime
     from ..control.view import Enforced, TenantControls
     from ..pipeline.context import RequestContext
     from ..pipeline.results import Principal
     from ..pipeline.stage import Exit
     from ..reconcile.usage import Usage
-    from ..services import Services
 
 
 STORE_DOWN = Refusal(Reason.budget_store_unavailable, "the budget store is unavailable; try again shortly",
@@ -73,6 +73,8 @@ def _pause_refusal(ctx: RequestContext, pauses: dict[str, float], now: float) ->
 
 class ControlStage(BaseStage):
     name = "control"
+    needs = frozenset({"principal"})
+    writes = frozenset({"entitlement"})
     holds = True
 
     def __init__(self, runtime: ControlRuntime, clock: Callable[[], float] = time.time,
@@ -172,9 +174,7 @@ class ControlStage(BaseStage):
             await self.runtime.store.give_slot(principal.key_id, held)
 
 
-async def build(services: Services) -> ControlStage:
-    from ..assemble.control import open_control
-
-    runtime = await open_control(services)
-    lease_s = services.config.stream.max_duration_s + 60.0
-    return ControlStage(runtime, services.clock, lease_s, services.enforcement)
+def build(config: Config, clock: Callable[[], float], control_runtime: ControlRuntime,
+          enforcement: EnforcementMetrics) -> ControlStage:
+    lease_s = config.stream.max_duration_s + 60.0
+    return ControlStage(control_runtime, clock, lease_s, enforcement)

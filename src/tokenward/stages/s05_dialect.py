@@ -1,12 +1,8 @@
 """Dialect: OpenAI's Responses API and Anthropic's Messages API, parsed into the chat request.
 
-On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens``:
-
-- ``DialectExitStage``, right after the edge, wraps the request's ``send``
-  (dialects/exit.py ``DialectSend``), so every response from there on (identity's refusals
-  included) carries the API's rate-limit headers and every refusal its error envelope.
-
-``DialectStage``, right after identity (a stranger's body is never parsed):
+On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens`` (the
+dialect's envelope is set up before the edge, by s01_dialect_exit.py), right after identity
+(a stranger's body is never parsed), ``DialectStage``:
 
 - parses the body with the dialect's strict schema (an unknown field is ``unknown_field``,
   named in the client's own terms);
@@ -28,9 +24,7 @@ On ``POST /v1/responses``, ``/v1/messages`` and ``/v1/messages/count_tokens``:
   upstream serves the dialect, ``DialectAnswer`` instead: the answer passes as the upstream
   wrote it, its usage read from the dialect's fields (dialects/native.py).
 
-``count_tokens`` is answered by ``CountTokensStage`` right after admission with the work
-stage's prompt count: it counts against the plan's request rate like any request, its
-reservation (the prompt and one output token) is settled at zero, nothing is forwarded.
+``count_tokens`` is answered after admission by s11_count_tokens.py.
 """
 
 from __future__ import annotations
@@ -41,28 +35,24 @@ import msgspec
 from msgspec import UNSET
 
 from ..config.schema import Config
-from ..dialects import (
-    messages_doc,
-    messages_schema,
-    messages_translate,
-    native,
-    responses_doc,
-    responses_schema,
-    responses_translate,
-)
+from ..upstream.targets import TargetTable
+from ..dialects import messages_translate, native, responses_schema
 from ..dialects.common import encode
 from ..dialects.document import Document
 from ..dialects.messages_doc import Decisions
 from ..dialects.native_edit import NativeEdit
 from ..dialects.params import client_terms
 from ..dialects.envelopes import anthropic_error_type
+from ..dialects import parsed as dialect_parse
+from ..dialects.common import Unsupported
 from ..dialects.exit import DialectSend, TranslatedAnswer
+from ..dialects.parsed import Parsed
 from ..errors import Reason, Refusal
 from ..http.responses import JSON
-from ..pipeline.route import NativeCall
+from ..pipeline.route import Checked, NativeCall
 from ..pipeline.stage import BaseStage, Exit, ExitKind
 from ..reconcile.usage import NOTHING_USED, Usage
-from ..tokenize.registry import shared_registry
+from ..tokenize.registry import TokenizerRegistry
 from ..upstream.usage_report import bounded
 from ..validation.normalize import Normalizer
 from ..validation.schemas import ChatCompletionRequest
@@ -74,7 +64,7 @@ if TYPE_CHECKING:
     from ..pii.stream_edit import StreamTextEdit
     from ..pipeline.context import RequestContext
     from ..pipeline.outbound import ResponseTransform
-    from ..upstream.targets import Target, TargetTable
+    from ..upstream.targets import Target
     from ..pipeline.outbound import Outbound
 
 CHAT_ROUTE = "/v1/chat/completions"
@@ -95,7 +85,7 @@ class DialectRoute:
                  "upstream_path", "validates", "dialect", "native", "native_path", "parsed", "doc", "count_tokens",
                  "forwarded_native", "entitled")
 
-    def __init__(self, route: Any, dialect: str, native: bool, parsed: Any, doc: Document | None) -> None:
+    def __init__(self, route: Any, dialect: str, native: bool, parsed: Parsed, doc: Document | None) -> None:
         self.path = route.path
         self.methods = route.methods
         self.content_types = route.content_types
@@ -143,47 +133,39 @@ class DialectRoute:
     def client_terms(self, refusal: Refusal) -> Refusal:
         """A later stage's refusal names the chat view's field: named again as the client's."""
         parsed, native = self.parsed, self.native
-        translate = responses_translate if self.dialect == "responses" else messages_translate
 
         def again(marks: dict[int, str]) -> dict[str, Any]:
-            return translate.chat_request(parsed, checked=True, native=native, marks=marks)
+            return dialect_parse.chat_request(parsed, native, marks)
         return client_terms(refusal, self.dialect, again)
 
     def edit_answer(self, editor: StreamTextEdit) -> ResponseTransform:
         """A translated answer is chat when editors read it; a native one is the dialect's."""
         return editor if self.doc is None else NativeEdit(editor)
 
-    def render(self, ctx: RequestContext, backend_model: str | None) -> NativeCall | None:
+    def render(self, checked: Checked, backend_model: str | None) -> NativeCall | None:
         """The dialect body for a native upstream, from the parse as the stages left it
         (masked texts, the output bound, tools removed, a server-side system prompt, the
         backend's model name); None when the chat view goes, translated."""
         doc = self.doc
         if doc is None:
             return None
-        body = ctx.request.body if ctx.request is not None else None
+        body = checked.request.body if checked.request is not None else None
         bound = body.max_tokens if isinstance(body, ChatCompletionRequest) else None
-        screening = ctx.screening
-        entitlement = ctx.entitlement
+        screening = checked.screening
+        entitlement = checked.entitlement
         decisions = Decisions(
             model=backend_model, max_tokens=bound if isinstance(bound, int) else None,
             tools_removed=screening is not None and screening.restrict,
             system_prompt=entitlement.system_prompt if entitlement is not None else None)
-        render = responses_doc.render if self.dialect == "responses" else messages_doc.render
         self.forwarded_native = True
-        return NativeCall(self.native_path, render(self.parsed, doc, decisions))
-
-
-def _parse(dialect: str, body: bytes, count_tokens: bool) -> tuple[Any, list[Any]]:
-    if dialect == "responses":
-        parsed: Any = responses_schema.parse(body)
-        return parsed, responses_translate.unsupported(parsed)
-    parsed = messages_schema.parse(body, count_tokens=count_tokens)
-    return parsed, messages_translate.unsupported(parsed)
+        return NativeCall(self.native_path, dialect_parse.render(self.parsed, doc, decisions))
 
 
 class DialectStage(BaseStage):
     on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
     name = "dialect"
+    needs = frozenset({"route"})
+    writes = frozenset({"route"})
 
     def __init__(self, config: Config, clock: Callable[[], float], counters: dict[str, Any] | None = None,
                  targets: TargetTable | None = None) -> None:
@@ -204,7 +186,7 @@ class DialectStage(BaseStage):
         ctx.note("dialect", dialect)
         count_tokens = dialect == "messages" and ctx.path == COUNT_TOKENS
         try:
-            parsed, gaps = _parse(dialect, ctx.body, count_tokens)
+            parsed, gaps = dialect_parse.parse(dialect, ctx.body, count_tokens)
             model = parsed.request.model
             native = not count_tokens and dialect in self._native.get(model, ())
             if gaps and not native:
@@ -216,14 +198,13 @@ class DialectStage(BaseStage):
                 refusal = _upstream_tools(parsed, ctx)
                 if refusal is not None:
                     return refusal
-            translate = responses_translate if dialect == "responses" else messages_translate
             doc = None
             if native:
-                doc = (responses_doc if dialect == "responses" else messages_doc).document(parsed)
+                doc = dialect_parse.document(parsed)
                 refusal = _normalize(doc, ctx)
                 if refusal is not None:
                     return refusal
-            chat = translate.chat_request(parsed, checked=True, native=native)
+            chat = dialect_parse.chat_request(parsed, native)
         except Refusal as refusal:
             return refusal
         if count_tokens:
@@ -237,7 +218,7 @@ class DialectStage(BaseStage):
             ctx.note("native", {"stateful": doc.stateful} if doc is not None and doc.stateful else True)
         if count_tokens:
             return None
-        answer = TranslatedAnswer(dialect, parsed, lambda: _input_tokens(ctx), self._clock,
+        answer = TranslatedAnswer(dialect, parsed, lambda: input_tokens(ctx), self._clock,
                                   lambda: _charged(ctx), lambda: _output_bound(ctx))
         target = self._targets.get(model) if native and self._targets is not None else None
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
@@ -268,7 +249,7 @@ def _normalize(doc: Document, ctx: RequestContext) -> Refusal | None:
     return None
 
 
-def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
+def _upstream_tools(parsed: Parsed, ctx: RequestContext) -> Refusal | None:
     """Tools the upstream runs itself (web search, code execution, ...) are not function
     tools the plan's ``allow_tools`` names: a plan enables them with ``features: [server_tools]``."""
     kinds = parsed.builtin_tools if isinstance(parsed, responses_schema.Parsed) else parsed.server_tools
@@ -279,7 +260,7 @@ def _upstream_tools(parsed: Any, ctx: RequestContext) -> Refusal | None:
                    "your plan (features: server_tools)", param="tools")
 
 
-def _not_yet(gap: Any) -> Refusal:
+def _not_yet(gap: Unsupported) -> Refusal:
     """A feature whose content the chat view cannot hold (a stored item or file named by id,
     ...): the gateway could not count or screen it, so it is not forwarded even natively."""
     return Refusal(Reason.invalid_field, f"{gap.message}; the gateway does not forward it, even to an upstream "
@@ -428,67 +409,12 @@ def _output_bound(ctx: RequestContext) -> int | None:
     return bound if isinstance(bound, int) else None
 
 
-def _input_tokens(ctx: RequestContext) -> int:
+def input_tokens(ctx: RequestContext) -> int:
     work = ctx.work
     return int(work.input_tokens) if work is not None else 0
 
 
-class DialectExitStage(BaseStage):
-    """First, before the edge: the dialect's envelope and headers from here on, so a refusal
-    by the edge (method, media type, the body's size) or identity (credentials) on a
-    dialect's path is in the API's own terms too."""
-    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
+def build(config: Config, clock: Callable[[], float], tokenizers: TokenizerRegistry,
+          targets: TargetTable) -> DialectStage:
+    return DialectStage(config, clock, tokenizers.counters, targets)
 
-    name = "dialect_exit"
-
-    def __init__(self, clock: Callable[[], float]) -> None:
-        self._clock = clock
-
-    async def admit(self, ctx: RequestContext) -> None:
-        dialect = DIALECTS.get(ctx.path)   # before the edge: the path, which the edge matches exactly
-        if dialect is not None:
-            ctx.send = DialectSend(ctx.send, dialect, self._clock)
-
-
-class CountedTokens:
-    """The answer of ``POST /v1/messages/count_tokens``: ``{"input_tokens": N}``."""
-
-    __slots__ = ("tokens",)
-
-    def __init__(self, tokens: int) -> None:
-        self.tokens = tokens
-
-    async def deliver(self, ctx: RequestContext, out: Outbound) -> Exit:
-        ctx.status = 200
-        headers = [JSON, (b"x-request-id", ctx.request_id.encode())]
-        await out.whole(200, headers, messages_translate.count_tokens_body(self.tokens))
-        return Exit(ExitKind.COMPLETED, None, NOTHING_USED)
-
-
-class CountTokensStage(BaseStage):
-    """After admission: a count_tokens request is answered with the work stage's prompt
-    count (and a dialect request that validation and work did not see goes no further)."""
-    on_routes: ClassVar[frozenset[str] | None] = frozenset(DIALECTS)   # the runner calls it on these only
-
-    name = "count_tokens"
-
-    async def admit(self, ctx: RequestContext) -> Any:
-        route = ctx.route
-        if not isinstance(route, DialectRoute):
-            return None
-        if ctx.work is None:
-            # the chat view was not validated and counted: never forwarded so
-            return Refusal(Reason.internal_error, "internal error")
-        return CountedTokens(_input_tokens(ctx)) if route.count_tokens else None
-
-
-def build(services: Any) -> DialectStage:
-    return DialectStage(services.config, services.clock, shared_registry(services).counters, services.targets)
-
-
-def build_exit(services: Any) -> DialectExitStage:
-    return DialectExitStage(services.clock)
-
-
-def build_count(services: Any) -> CountTokensStage:
-    return CountTokensStage()
