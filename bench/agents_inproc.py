@@ -123,7 +123,9 @@ async def run(args: argparse.Namespace) -> None:
 
             memos.configure(args.memo_bytes)
         try:
-            key = (await gateway.services.keys.create(EXAMPLES_TENANT))[0]
+            keys = gateway.parts.keys
+            assert keys is not None
+            key = (await keys.create(EXAMPLES_TENANT))[0]
             auth = f"Bearer {key}".encode()
             make = bodies(args.workload, args.sessions)
             warm = args.sessions if args.workload == "sessions" else 50
