@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import inspect
 import sys
 import types
 from pathlib import Path
@@ -64,6 +65,8 @@ async def count(gateway: Any, args: argparse.Namespace, config_path: Path) -> No
     n = args.requests
     print(f"{total / n:,.0f} bytecodes per request in {len(own)} functions "
           f"({sum(calls.values()) / n:,.1f} Python calls, coroutine resumptions included)")
+    coroutines = sum(n for code, n in calls.items() if code.co_flags & inspect.CO_COROUTINE)
+    print(f"of which {coroutines / n:,.1f} entries into coroutines (first calls and resumptions)")
     print(f"{'bytecodes':>10} {'calls':>7}  function")
     for code, ops in own.most_common(args.top):
         print(f"{ops / n:10.1f} {calls[code] / n:7.2f}  {_where(code)}")
