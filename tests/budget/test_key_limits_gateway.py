@@ -32,17 +32,22 @@ async def _probe(gw, client) -> dict:
     stage = gw.gateway.parts.stages
     seen: dict = {}
     admission = next(s for s in stage if getattr(s, "name", "") == "admission")
-    original = admission.admitter.reserve
+    admitter = admission.admitter
+    original, original_now = admitter.reserve, admitter.reserve_now
 
     async def spy(*args, **kwargs):
         seen["tokens"], seen["cost"] = args[6], args[7]
         return await original(*args, **kwargs)
 
-    admission.admitter.reserve = spy
+    def spy_now(*args, **kwargs):   # the memory store answers without a coroutine
+        seen["tokens"], seen["cost"] = args[6], args[7]
+        return original_now(*args, **kwargs)
+
+    admitter.reserve, admitter.reserve_now = spy, spy_now
     try:
         assert (await client.post(gw.url + "/v1/chat/completions", json=chat())).status_code == 200
     finally:
-        admission.admitter.reserve = original
+        admitter.reserve, admitter.reserve_now = original, original_now
     return seen
 
 
