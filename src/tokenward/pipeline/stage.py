@@ -32,7 +32,8 @@ stages on a chat request). ``None``, the default: every route.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, ClassVar, Coroutine, Protocol, Union
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, Union
 
 from ..errors import Refusal
 from ..reconcile.usage import Usage

@@ -10,7 +10,8 @@ chunked body as soon as what arrived passes the cap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Coroutine, Sequence
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal

@@ -14,7 +14,8 @@ whatever its body is doing. Only then is the body's ``user`` field read.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import msgspec
 

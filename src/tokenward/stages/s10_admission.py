@@ -19,7 +19,8 @@ record is deleted by the settle that uses it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Awaitable, Coroutine
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Awaitable
 
 
 from ..budget import policy
