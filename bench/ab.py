@@ -38,7 +38,10 @@ import yaml  # noqa: E402
 from harness import (  # noqa: E402
     BENCH_DIR, GATEWAY_CPU, PYTHON, BenchError, Procs, post_when_up, raise_fd_limit, require, run_main, run_wrk,
 )
-from overhead import CHAT, probe, start_backend, start_redis, write_config  # noqa: E402
+from agent_texts import write_pools  # noqa: E402
+from overhead import (  # noqa: E402
+    CHAT, EXAMPLES_MODEL, EXAMPLES_TENANT, create_key, probe, start_backend, start_redis, workload_env, write_config,
+)
 
 
 FEATURES = ("screening", "cache")
@@ -93,6 +96,8 @@ def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | Non
 
 def _round(proc, url: str, conns: int, duration: float, api_key: str | None, body: dict | None = None) -> dict:
     env = {"BENCH_API_KEY": api_key or "", **(body or {})}
+    if "BENCH_STAMP" in env:   # agents' workloads: this round's new messages are its own
+        env["BENCH_STAMP"] = f"{env['BENCH_STAMP']}-{time.time_ns()}"
     before = proc.cpu_seconds()
     result = run_wrk(url + CHAT, conns, duration, env)
     used = proc.cpu_seconds() - before
@@ -104,7 +109,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("a", type=Path)
     parser.add_argument("b", type=Path)
-    parser.add_argument("--pipeline", choices=("foundation", "full"), default="full")
+    parser.add_argument("--pipeline", choices=("foundation", "full", "examples"), default="full",
+                        help="examples: examples/gateway.yaml as shipped (bench/overhead.py --pipeline examples)")
+    parser.add_argument("--sessions", type=int, default=0,
+                        help="agents' sessions (bench/post.lua): N sessions, each its own 16 history messages "
+                        "of 4 KiB and a new 4 KB message a turn")
+    parser.add_argument("--new-64k", action="store_true", help="one new, unique 64 KiB message per request")
+    parser.add_argument("--warmup", type=float, default=1.0,
+                        help="seconds of warm-up per gateway (--sessions: long enough to send every session once)")
     parser.add_argument("--stages", help="register only these pipeline slots")
     parser.add_argument("--rounds", type=int, default=8)
     parser.add_argument("--duration", type=float, default=3.0)
@@ -134,22 +146,27 @@ def main() -> None:
         body["BENCH_UNIQUE"] = "1"
     require("wrk")
     raise_fd_limit()
+    model = EXAMPLES_MODEL if args.pipeline == "examples" else "bench-chat"
     rows = []
     with tempfile.TemporaryDirectory(prefix="tokenward-ab-") as tmp_name:
         tmp = Path(tmp_name)
-        with Procs(tmp, deadline_s=args.rounds * 2 * (args.duration + 5) + 180) as procs:
+        with Procs(tmp, deadline_s=args.rounds * 2 * (args.duration + 5) + 2 * args.warmup + 180) as procs:
             # streams: one chunk per token as fast as the backend's timer allows, so a stream
             # costs its relay's CPU rather than waiting
             _, backend_url = start_backend(procs, 20000.0 if args.stream_tokens else 20.0)
             store_url = start_redis(procs, tmp) if args.pipeline == "full" and args.store == "redis" else None
             config = write_config(args.pipeline, tmp, backend_url, store_url)
+            if args.sessions or args.new_64k:
+                kind = "sessions" if args.sessions else "new64k"
+                body = workload_env(kind, args.sessions, model, write_pools(tmp / "pools"), "ab")
             (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages, w, args.cache_entries)
                                                     for n, s, w in (("a", args.a, args.a_with),
                                                                     ("b", args.b, args.b_with)))
-            api_key = probe(url_a, None, config, tmp)
-            probe(url_b, api_key, config, tmp)
+            key = create_key(config, tmp, EXAMPLES_TENANT) if args.pipeline == "examples" else None
+            api_key = probe(url_a, key, config, tmp, model)
+            probe(url_b, api_key, config, tmp, model)
             for proc, url in ((proc_a, url_a), (proc_b, url_b)):
-                _round(proc, url, args.conns, 1.0, api_key, body)       # warm
+                _round(proc, url, args.conns, args.warmup, api_key, body)       # warm
             for i in range(args.rounds):
                 # A then B on even rounds, B then A on odd: neither always runs first
                 order = ((proc_a, url_a), (proc_b, url_b)) if i % 2 == 0 else ((proc_b, url_b), (proc_a, url_a))
@@ -173,6 +190,7 @@ def main() -> None:
                                                "prompt_bytes": args.prompt_bytes, "unique": args.unique,
                                                "stream_tokens": args.stream_tokens,
                                                "cache_entries": args.cache_entries,
+                                               "sessions": args.sessions, "new_64k": args.new_64k,
                                                "rounds": rows, "median_ratio": ratio}, indent=2))
 
 

@@ -13,6 +13,9 @@ carries ``"t"``, the backend's ``time.monotonic()`` when it was written, so the 
 can measure one-way chunk delay (CLOCK_MONOTONIC is shared by all processes).
 
     python bench/backend.py [--port 0] [--rate 20]   # prints "backend listening on http://127.0.0.1:PORT"
+
+``GET /_bench/stats`` answers ``{"posts": N}``: the completions it has answered, so a rig can
+check that every request a proxy answered reached the backend (issue 43).
 """
 
 from __future__ import annotations
@@ -62,6 +65,9 @@ _DONE_EVENT = b"data: [DONE]\n\n"
 _STREAM_RE = re.compile(rb'"stream"\s*:\s*true')
 _USAGE_RE = re.compile(rb'"include_usage"\s*:\s*true')
 _MAX_TOKENS_RE = re.compile(rb'"max_tokens"\s*:\s*(\d+)')
+
+
+POSTS = 0   # completions answered (GET /_bench/stats)
 
 
 def _chunked(payload: bytes) -> bytes:
@@ -191,18 +197,22 @@ class BackendProtocol(asyncio.Protocol):
         self.body.append(body)
 
     def on_message_complete(self) -> None:
+        global POSTS
         url, self.url = self.url, b""
         body = b"".join(self.body) if self.body else b""
         self.body = []
         keep_alive = self.parser.should_keep_alive()
         method = self.parser.get_method()
         if method == b"POST" and url.endswith(b"/completions"):
+            POSTS += 1
             if _STREAM_RE.search(body):
                 self._start_stream(body, keep_alive)
                 return
             self.transport.write(CHAT_RESPONSE)
         elif method == b"GET" and url.endswith(b"/models"):
             self.transport.write(MODELS_RESPONSE)
+        elif method == b"GET" and url == b"/_bench/stats":
+            self.transport.write(_response(b"200 OK", b'{"posts":%d}' % POSTS))
         else:
             self.transport.write(NOT_FOUND_RESPONSE)
         if not keep_alive:

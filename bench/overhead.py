@@ -21,10 +21,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import yaml
@@ -32,14 +34,20 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from harness import (  # noqa: E402
-    BENCH_DIR, GATEWAY_CPU, LOAD_CPU, PYTHON, BenchError, Proc, Procs, children_cpu, cpu_busy, http_post, machine, post_when_up,
+    BENCH_DIR, GATEWAY_CPU, LOAD_CPU, PYTHON, REPO, BenchError, Proc, Procs, children_cpu, cpu_busy, http_post, machine, post_when_up,
     pinned, raise_fd_limit, require, run_wrk, set_priority, wait_quiet, run_main,
 )
+from agent_texts import write_pools  # noqa: E402
 from nginx_ref import start_nginx  # noqa: E402
 from profile_gateway import profile_during  # noqa: E402
+from tensorzero_ref import MODEL as TENSORZERO_MODEL, VERSION as TENSORZERO_VERSION, start_tensorzero  # noqa: E402
 
 CHAT = "/v1/chat/completions"
 PROBE_BODY = b'{"model":"bench-chat","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
+SMALL_BODY = '{"model":"%s","messages":[{"role":"user","content":"Say hello."}],"max_tokens":16}'
+# --pipeline examples: examples/gateway.yaml as shipped, every stage it turns on; its plan
+# `team` through tenant acme, model small-chat (tiktoken o200k_base)
+EXAMPLES_TENANT, EXAMPLES_MODEL = "acme", "small-chat"
 
 
 def start_backend(procs: Procs, rate: float) -> tuple[Proc, str]:
@@ -90,7 +98,27 @@ def left_in_redis(sock: Path, namespace: str = "tw:{t:bench}") -> dict:
             "gauges_held": sorted(f for f in fields if f.startswith("g:"))}
 
 
+def write_examples_config(tmp: Path, backend_url: str, store_url: str | None) -> Path:
+    """examples/gateway.yaml as shipped, with what a benchmark must change: the backend's
+    address, the key store and decision log in the temp dir, and the plan's rate and spend
+    limits out of reach (the run measures checking them, not refusing)."""
+    raw = yaml.safe_load((REPO / "examples" / "gateway.yaml").read_text())
+    raw["upstreams"]["local"]["base_url"] = backend_url + "/v1"
+    raw["logging"]["decisions"] = str(tmp / "decisions.jsonl")
+    raw["keystore"]["url"] = f"sqlite:///{tmp / 'keys.db'}"
+    if store_url is not None:
+        raw["store"]["url"] = store_url
+    plan = raw["plans"][raw["tenants"][EXAMPLES_TENANT]["plan"]]
+    plan.update(tokens_per_minute=10**12, requests_per_minute=10**9, max_concurrent_streams=100_000,
+                daily_spend_usd=10**9, monthly_spend_usd=10**10)
+    path = tmp / "gateway.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
 def write_config(pipeline: str, tmp: Path, backend_url: str, store_url: str | None) -> Path:
+    if pipeline == "examples":
+        return write_examples_config(tmp, backend_url, store_url)
     raw = yaml.safe_load((BENCH_DIR / f"{pipeline}.yaml").read_text())
     raw["upstreams"]["bench"]["base_url"] = backend_url + "/v1"
     raw["logging"]["decisions"] = str(tmp / "decisions.jsonl")
@@ -102,8 +130,8 @@ def write_config(pipeline: str, tmp: Path, backend_url: str, store_url: str | No
     return path
 
 
-def create_key(config: Path, tmp: Path) -> str:
-    done = subprocess.run([PYTHON, "-m", "tokenward", "keys", "create", "--config", str(config), "--tenant", "bench",
+def create_key(config: Path, tmp: Path, tenant: str = "bench") -> str:
+    done = subprocess.run([PYTHON, "-m", "tokenward", "keys", "create", "--config", str(config), "--tenant", tenant,
                            "--name", "bench"], capture_output=True, text=True, timeout=60, cwd=tmp)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or len(lines) != 1:
@@ -137,25 +165,48 @@ def start_gateway(procs: Procs, config: Path, stages: str | None, without: str |
     raise BenchError(f"gateway never became ready:\n{proc.err_path.read_text()[-3000:]}")
 
 
-def probe(gateway_url: str, api_key: str | None, config: Path, tmp: Path) -> str | None:
+def probe(gateway_url: str, api_key: str | None, config: Path, tmp: Path, model: str = "bench-chat") -> str | None:
     """One request must get through; an identity stage that wants a key gets one."""
     headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-    status, body = http_post(gateway_url + CHAT, PROBE_BODY, headers)
+    body_sent = (SMALL_BODY % model).encode()
+    status, body = http_post(gateway_url + CHAT, body_sent, headers)
     if status == 401 and api_key is None:
         api_key = create_key(config, tmp)
-        status, body = http_post(gateway_url + CHAT, PROBE_BODY, {"authorization": f"Bearer {api_key}"})
+        status, body = http_post(gateway_url + CHAT, body_sent, {"authorization": f"Bearer {api_key}"})
     if status != 200:
         raise BenchError(f"probe through the gateway got {status}: {body[:500]!r}")
     return api_key
 
 
+def backend_posts(backend_url: str, settle_s: float = 10.0) -> int:
+    """The completions the benchmark backend has answered (its own counter), once it has
+    stopped moving: a proxy may still be forwarding requests its client gave up on."""
+    def read() -> int:
+        with urllib.request.urlopen(backend_url + "/_bench/stats", timeout=5) as resp:
+            return int(json.loads(resp.read())["posts"])
+
+    deadline = time.monotonic() + settle_s
+    last = read()
+    while time.monotonic() < deadline:
+        time.sleep(0.25)
+        now = read()
+        if now == last:
+            return now
+        last = now
+    return last
+
+
 def wrk_side(url: str, conns: int, duration: float, env: dict | None, backend: Proc, proxy: Proc,
-             through_proxy: bool) -> dict:
-    """One wrk run, with each process's share of its CPU and other people's load beside it."""
+             through_proxy: bool, path: str = CHAT, backend_url: str | None = None) -> dict:
+    """One wrk run, with each process's share of its CPU and other people's load beside it.
+    With ``backend_url``, the backend's own counter must have moved by the requests wrk saw
+    answered (and at most ``conns`` more: requests cut off when wrk stopped): proof the
+    path proxied every one."""
+    posts0 = backend_posts(backend_url) if backend_url else None
     cpu = {"backend": backend.cpu_seconds(), "gateway": proxy.cpu_seconds()}
     user0, sys0 = proxy.cpu_times()
     busy0 = cpu_busy()
-    result = run_wrk(url + CHAT, conns, duration, env)
+    result = run_wrk(url + path, conns, duration, env)
     seconds = result["duration_us"] / 1e6
     user1, sys1 = proxy.cpu_times()
     result["gateway_user_sys_s"] = (user1 - user0, sys1 - sys0)
@@ -165,6 +216,11 @@ def wrk_side(url: str, conns: int, duration: float, env: dict | None, backend: P
     result["foreign_util"] = foreign_load(busy0, cpu_busy(), seconds, result["cpu_util"])
     result["gateway_cpu_us_per_request"] = (result["cpu_util"]["gateway"] * seconds * 1e6
                                             / max(result["requests"], 1)) if through_proxy else None
+    if posts0 is not None:
+        result["backend_posts"] = backend_posts(backend_url) - posts0
+        if not result["requests"] <= result["backend_posts"] <= result["requests"] + conns or result["errors"]:
+            raise BenchError(f"{url}: wrk saw {result['requests']} answered ({result['errors']} errors), "
+                             f"the backend {result['backend_posts']}: not every request was proxied")
     return result
 
 
@@ -284,17 +340,85 @@ def summarize_records(path: Path) -> dict:
             "stream_duration_s": durations}
 
 
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process (VmRSS), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def workloads(args) -> list[tuple[str, int]]:
+    """What the side-by-side rows send: ("small", 0), ("sessions", N), ("new64k", 0)."""
+    out = [("small", 0)] if args.small else []
+    out += [("sessions", n) for n in args.sessions]
+    return out + ([("new64k", 0)] if args.new_64k else [])
+
+
+def workload_env(kind: str, sessions: int, model: str, pools: Path, stamp: str) -> dict:
+    """post.lua's variables for a workload (bench/agent_texts.py writes the pools)."""
+    if kind == "small":
+        return {"BENCH_BODY": SMALL_BODY % model}
+    return {"BENCH_AGENT_POOL": str(pools), "BENCH_SESSIONS": str(sessions if kind == "sessions" else 0),
+            "BENCH_MODEL": model, "BENCH_STAMP": stamp}
+
+
+def side_by_side(args, procs: Procs, tmp: Path, backend: Proc, backend_url: str, gateway: Proc,
+                 gateway_url: str, api_key: str | None, model: str) -> dict:
+    """Each workload through each path (the gateway, TensorZero, the nginx hop), one path at a
+    time on CPU 0, ``--repeat`` rounds with the paths taken in turn; each path is warmed up
+    first (``--warmup`` seconds: connections open, the gateway's memos hold what the
+    workload repeats) and every measured run is checked against the backend's counter."""
+    paths = [("tokenward", gateway, gateway_url, CHAT, model, api_key)]
+    if args.tensorzero:
+        proc, chat_url = start_tensorzero(procs, tmp, backend_url)
+        base, _, tail = chat_url.rpartition("/chat/")
+        paths.append((f"tensorzero {TENSORZERO_VERSION}", proc, base, "/chat/" + tail, TENSORZERO_MODEL, None))
+    if args.nginx:
+        proc, url = start_nginx(procs, tmp, backend_url)
+        paths.append(("nginx hop", proc, url, CHAT, model, None))
+    pools = write_pools(tmp / "pools")
+    out: dict = {}
+    for kind, sessions in workloads(args):
+        name = f"{kind} {sessions}" if kind == "sessions" else kind
+        rows: dict = {path[0]: {"runs": []} for path in paths}
+        for label, proc, url, path, path_model, key in paths:
+            env = {**workload_env(kind, sessions, path_model, pools, f"w{time.time_ns()}"), "BENCH_API_KEY": key or ""}
+            warm = run_wrk(url + path, max(args.conns), args.warmup, env)
+            if warm["errors"]:
+                raise BenchError(f"{label}, {name}: {warm['errors']} errors while warming up")
+        for _ in range(args.repeat):
+            for label, proc, url, path, path_model, key in paths:
+                env = {**workload_env(kind, sessions, path_model, pools, f"r{time.time_ns()}"),
+                       "BENCH_API_KEY": key or ""}
+                run = wrk_side(url, max(args.conns), args.duration, env, backend, proc, True, path, backend_url)
+                run["rss_mib"] = rss_mib(proc.pid)
+                rows[label]["runs"].append(run)
+        for row in rows.values():
+            row["cpu_us_per_request"] = sorted(r["gateway_cpu_us_per_request"] for r in row["runs"])
+            row["median_us"] = statistics.median(row["cpu_us_per_request"])
+        out[name] = rows
+    return out
+
+
 def measure(args, procs: Procs, tmp: Path) -> dict:
     backend, backend_url = start_backend(procs, args.rate)
-    redis = args.pipeline == "full" and args.store == "redis"
+    redis = args.pipeline in ("full", "examples") and args.store == "redis"
     store_url = start_redis(procs, tmp) if redis else None
     config = write_config(args.pipeline, tmp, backend_url, store_url if redis else None)
-    api_key = create_key(config, tmp) if args.pipeline == "full" else None
+    tenant = EXAMPLES_TENANT if args.pipeline == "examples" else "bench"
+    api_key = create_key(config, tmp, tenant) if args.pipeline in ("full", "examples") else None
+    model = EXAMPLES_MODEL if args.pipeline == "examples" else "bench-chat"
     gateway, gateway_url = start_gateway(procs, config, args.stages, args.without, args.workers)
-    api_key = probe(gateway_url, api_key, config, tmp)
+    api_key = probe(gateway_url, api_key, config, tmp, model)
     results: dict = {"pipeline": args.pipeline, "stages_requested": args.stages or "all registered",
                      "switched_off": args.without,
                      "api_key_used": api_key is not None, "duration_s": args.duration}
+    if workloads(args):
+        results["side_by_side"] = side_by_side(args, procs, tmp, backend, backend_url, gateway, gateway_url,
+                                               api_key, model)
+        results["decision_records"] = summarize_records(tmp / "decisions.jsonl")
+        return results
     if args.conns:
         results["warmup"] = run_wrk(gateway_url + CHAT, max(args.conns), 2, {"BENCH_API_KEY": api_key or ""})
     for conns in args.conns:
@@ -327,9 +451,31 @@ def measure(args, procs: Procs, tmp: Path) -> dict:
     return results
 
 
+def report_side_by_side(results: dict) -> list[str]:
+    lines = [f"{'workload':<14}{'path':<20}{'req/s':>9}{'us/req (runs)':>28}{'median':>9}{'x nginx':>9}"
+             f"{'x tz':>7}{'RSS MiB':>9}{'other0':>8}"]
+    for workload, rows in results["side_by_side"].items():
+        nginx = next((r["median_us"] for p, r in rows.items() if p.startswith("nginx")), None)
+        tz = next((r["median_us"] for p, r in rows.items() if p.startswith("tensorzero")), None)
+        for path, row in rows.items():
+            runs = row["runs"]
+            lines.append(f"{workload:<14}{path:<20}{statistics.median(r['rps'] for r in runs):>9.0f}"
+                         f"{', '.join(f'{u:.1f}' for u in row['cpu_us_per_request']):>28}{row['median_us']:>9.1f}"
+                         f"{row['median_us'] / nginx if nginx else float('nan'):>9.2f}"
+                         f"{row['median_us'] / tz if tz else float('nan'):>7.2f}{runs[-1]['rss_mib']:>9.1f}"
+                         f"{max(r['foreign_util']['cpu0'] for r in runs):>8.2f}")
+    lines.append("every run checked: the backend's own counter moved by the requests wrk saw answered (0 errors)")
+    return lines
+
+
 def report(results: dict) -> str:
-    lines = [f"pipeline: {results['pipeline']}  (stages that ran: "
-             f"{', '.join(results['decision_records']['stages_ran'])}; api key: {results['api_key_used']})",
+    head = (f"pipeline: {results['pipeline']}  (stages that ran: "
+            f"{', '.join(results['decision_records']['stages_ran'])}; api key: {results['api_key_used']})")
+    if "side_by_side" in results:
+        return "\n".join([head, *report_side_by_side(results),
+                          f"decision records: {results['decision_records']['records']} "
+                          f"{results['decision_records']['by_status']}"])
+    lines = [head,
              f"{'run':<12}{'req/s':>10}{'errors':>8}{'p50 ms':>9}{'p99 ms':>9}"
              f"{'gw us/req':>11}{'cpu0':>6}{'cpu1':>6}{'other0':>8}{'other1':>8}"]
     for key in [k for k in results if k.startswith("c") and k[1:].isdigit()]:
@@ -402,7 +548,20 @@ def report(results: dict) -> str:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description="gateway overhead: through the gateway vs direct, same run")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds per run (and per stream)")
-    parser.add_argument("--pipeline", choices=("foundation", "full"), default="foundation")
+    parser.add_argument("--pipeline", choices=("foundation", "full", "examples"), default="foundation",
+                        help="examples: examples/gateway.yaml as shipped (tenant acme, model small-chat), with the "
+                        "plan's rate and spend limits raised out of reach")
+    parser.add_argument("--tensorzero", action="store_true",
+                        help=f"side by side: also TensorZero {TENSORZERO_VERSION}'s gateway (bench/tensorzero_ref.py)")
+    parser.add_argument("--small", action="store_true",
+                        help="side by side: the small chat body (with --tensorzero, the default workload)")
+    parser.add_argument("--sessions", default="",
+                        help="side by side: agents' sessions, comma-separated counts (2000,1): each session its "
+                        "own 16 history messages of 4 KiB and a new 4 KB message per turn (bench/post.lua)")
+    parser.add_argument("--new-64k", action="store_true",
+                        help="side by side: one new, unique 64 KiB message per request")
+    parser.add_argument("--repeat", type=int, default=1, help="side by side: rounds, paths taken in turn")
+    parser.add_argument("--warmup", type=float, default=10.0, help="side by side: seconds of warm-up per path")
     parser.add_argument("--conns", default="32,8", help="wrk concurrencies, comma-separated (0: no wrk runs)")
     parser.add_argument("--streams", type=int, default=1000, help="concurrent SSE streams (0: skip)")
     parser.add_argument("--no-stream", action="store_true")
@@ -431,6 +590,11 @@ def parse_args() -> argparse.Namespace:
                         help="profile under wrk at the highest --conns, or under the streaming load")
     args = parser.parse_args()
     args.conns = [int(c) for c in args.conns.split(",") if c.strip() and int(c) > 0]  # "0": streaming only
+    args.sessions = [int(n) for n in args.sessions.split(",") if n.strip()]
+    if args.tensorzero and not (args.sessions or args.new_64k):
+        args.small = True
+    if (args.small or args.sessions or args.new_64k) and not args.conns:
+        parser.error("the side-by-side workloads need a wrk concurrency (--conns 32)")
     if args.no_stream:
         args.streams = 0
     return args
@@ -447,6 +611,7 @@ def main() -> None:
     info["busiest_cpu_before_start"] = busiest
     info["nice"] = args.nice
     runs = len(args.conns) * 2 + 2 + (3 if args.streams else 0) + (1 if args.profile else 0)
+    runs += len(workloads(args)) * 3 * (args.repeat + args.warmup / max(args.duration, 1))
     with tempfile.TemporaryDirectory(prefix="tokenward-bench-") as tmp_name:
         tmp = Path(tmp_name)
         with Procs(tmp, deadline_s=runs * (args.duration + 30) + 120) as procs:

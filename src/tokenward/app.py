@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, Sequence
 
 import msgspec
 
+from . import compiled
 from .config.schema import Config
 from .errors import Reason, Refusal
 from .pipeline.disconnect import DisconnectWatch
@@ -95,6 +96,7 @@ class Gateway:
         return parts
 
     async def startup(self) -> None:
+        compiled.check()   # a compiled module older than its source would run code no one can read
         self._loop = asyncio.get_running_loop()
         inherited = self._inherit._parts if self._inherit is not None else None
         self._inherit = None   # the replaced gateway is not kept alive by this one

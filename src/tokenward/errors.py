@@ -138,6 +138,11 @@ class MissingExtra(ConfigError):
     the part is used, a warning where it is only declared (a screening policy no plan uses)."""
 
 
+class IllegalTransition(RuntimeError):
+    """A request's lifecycle asked to move where its transition table does not go
+    (pipeline/lifecycle.py): a bug in the gateway, never the client's doing."""
+
+
 @final   # no subclass: ``type(x) is Refusal`` (the hot path's test) then narrows both ways
 class Refusal(TokenwardError):
     """A request ends early. Raised by code below a stage; stages may return it too."""

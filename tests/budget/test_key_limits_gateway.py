@@ -7,6 +7,7 @@ control) gets through."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 
 import pytest
 from typer.testing import CliRunner
@@ -27,22 +28,30 @@ def _config(mock_url: str, store: str) -> str:
 
 
 async def _probe(gw, client) -> dict:
-    """What one request reserves (tokens, micro-USD), read from the x-ratelimit headers'
-    source: the decision's budget note, through a key without limits of its own."""
+    """What one request reserves (tokens, micro-USD), read from its reservation as the
+    admission stage leaves it, through a key without limits of its own."""
     stage = gw.gateway.parts.stages
     seen: dict = {}
     admission = next(s for s in stage if getattr(s, "name", "") == "admission")
-    original = admission.admitter.reserve
+    original = admission.decide
 
-    async def spy(*args, **kwargs):
-        seen["tokens"], seen["cost"] = args[6], args[7]
-        return await original(*args, **kwargs)
+    async def finished(ctx, decided):
+        refusal = await decided
+        seen["tokens"], seen["cost"] = ctx.reservation.tokens, ctx.reservation.cost_units
+        return refusal
 
-    admission.admitter.reserve = spy
+    def spy(ctx):   # the stage's plain decision, or the coroutine that finishes it (a store waited for)
+        decided = original(ctx)
+        if isinstance(decided, Coroutine):
+            return finished(ctx, decided)
+        seen["tokens"], seen["cost"] = ctx.reservation.tokens, ctx.reservation.cost_units
+        return decided
+
+    admission.decide = spy
     try:
         assert (await client.post(gw.url + "/v1/chat/completions", json=chat())).status_code == 200
     finally:
-        admission.admitter.reserve = original
+        admission.decide = original
     return seen
 
 

@@ -57,6 +57,41 @@ async def test_content_length_body_sent_in_pieces_arrives_whole():
         assert (status, body) == (200, b"POST /up hello world")
 
 
+async def test_body_now_hands_over_a_whole_body_once_and_only_when_it_has_all_arrived():
+    """RequestCycle.body_now (the pipeline reads a body that came with the head without a
+    coroutine): the same bytes receive() would give, once; None while more is to come, and
+    then receive() still delivers the body."""
+    seen = []
+
+    async def app(scope, receive, send):
+        cycle = receive.__self__
+        first = cycle.body_now()
+        if first is None:   # not all here yet: receive() waits for it, as before
+            parts = []
+            while True:
+                message = await receive()
+                parts.append(message.get("body", b""))
+                if not message.get("more_body"):
+                    break
+            body = b"".join(parts)
+        else:
+            body = first
+        seen.append((first, body, cycle.body_now()))
+        await respond(send, body)
+
+    async with serve(app) as (_, port), connection(port) as (reader, writer):
+        writer.write(b"POST /whole HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello")
+        assert (await read_response(reader))[2] == b"hello"
+        writer.write(b"POST /pieces HTTP/1.1\r\nHost: x\r\nContent-Length: 11\r\n\r\nhello")
+        await asyncio.sleep(0.05)
+        writer.write(b" world")
+        assert (await read_response(reader))[2] == b"hello world"
+        writer.write(b"POST /empty HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+        assert (await read_response(reader))[0] == 200
+    # whole: taken at once, and not twice; in pieces: None first, receive() had it all; empty: b""
+    assert seen == [(b"hello", b"hello", None), (None, b"hello world", None), (b"", b"", None)]
+
+
 async def test_chunked_request_body_is_decoded():
     async with serve(echo) as (_, port), connection(port) as (reader, writer):
         writer.write(b"POST /c HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nWiki\r\n")

@@ -4,6 +4,7 @@ and proof (the mock's counter) that refused requests never reach the backend."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 import logging
 import time
 
@@ -160,18 +161,19 @@ async def test_user_field_is_only_an_end_user_label(gw, backend):
     acme = await gw.new_key("acme")
     stage = next(s for s in gw.gateway.parts.stages if s.name == "identity")
     seen = []
-    original = stage.admit
+    original = stage.decide
 
-    async def spy(ctx):
-        refusal = await original(ctx)
+    async def spy(ctx):   # the runner awaits a coroutine a stage's decide returns
+        decided = original(ctx)
+        refusal = await decided if isinstance(decided, Coroutine) else decided   # a compiled one's too
         seen.append(ctx.principal)
         return refusal
 
-    stage.admit = spy
+    stage.decide = spy
     try:
         resp = await gw.post("/v1/chat/completions", chat(user="globex"), {**bearer(acme), "x-tenant-id": "globex"})
     finally:
-        stage.admit = original
+        stage.decide = original
     assert resp.status_code == 200
     assert (seen[0].tenant, seen[0].key_id, seen[0].end_user, seen[0].plan_name) == \
         ("acme", acme[3:19], "globex", "team")

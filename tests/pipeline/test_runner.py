@@ -455,3 +455,54 @@ async def test_a_stage_for_some_routes_is_neither_called_nor_timed_on_others():
     assert calls == ["/v1/responses"]
     assert [name for name, _ in chat_ctx.timings] == ["routing", "forward"]
     assert [name for name, _ in responses_ctx.timings] == ["routing", "only_responses", "forward"]
+
+
+def test_a_stage_must_define_admit_or_decide():
+    """BaseStage makes admit from decide and decide from admit: a stage with neither would
+    recurse, so defining one is refused at once."""
+    with pytest.raises(TypeError, match="neither admit nor decide"):
+        class Empty(BaseStage):
+            name = "empty"
+
+
+async def test_a_plain_decide_and_one_that_waits_run_alike():
+    """decide returning its decision at once, or the coroutine that finishes it: the runner
+    treats both as the same decision, in order, and releases a plain holder exactly once."""
+    order = []
+
+    class Plain(BaseStage):
+        name = "plain"
+        holds = True
+
+        def decide(self, ctx):
+            order.append("plain")
+            return None
+
+        def complete(self, ctx, usage):
+            order.append("plain completed")
+
+        def abort(self, ctx, exit):
+            order.append(f"plain aborted: {exit.kind.value}")
+
+    class Waiting(BaseStage):
+        name = "waiting"
+
+        def decide(self, ctx):
+            async def later():
+                await asyncio.sleep(0)
+                order.append("waited")
+                return Refusal(Reason.rate_limited, "after a wait")
+            return later()
+
+    h = Harness([Plain(), Waiting()])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert order == ["plain", "waited", "plain aborted: rejected"]
+    assert [r.reason for r in h.responses] == [Reason.rate_limited] and h.forwarded == 0
+    assert ctx.reason == "rate_limited" and ctx.deciding_stage == "waiting"
+    order.clear()
+    h = Harness([Plain()])
+    ctx = h.ctx()
+    await h.runner.run(ctx)
+    assert order == ["plain", "plain completed"] and h.forwarded == 1 and ctx.lifecycle.state is State.SETTLED
+    assert await Plain().admit(ctx) is None and (await Waiting().admit(ctx)).reason is Reason.rate_limited

@@ -38,8 +38,9 @@ _calls = st.lists(st.tuples(st.sampled_from(["acme", "globex", "initech", None])
 @settings(max_examples=300, deadline=None)
 def test_a_hit_is_only_ever_the_same_tenants_and_the_bound_is_global(calls, entries):
     compute = Counted()
-    memo = memos.TextMemo(compute, entries=entries)
-    kept: list[tuple[str, str]] = []          # a model of the memo: (tenant, text), oldest first
+    # a bound of `entries` entries, in bytes (a count of ~70 is a small int: nothing more to charge)
+    memo = memos.TextMemo(compute, table=memos.Table(entries * memos.ENTRY_BYTES))
+    kept: list[tuple[str, str]] = []          # a model of the memo: (tenant, text), least recently used first
     for tenant, letter in calls:
         text = LONG + letter
         before = len(compute.calls)
@@ -54,9 +55,50 @@ def test_a_hit_is_only_ever_the_same_tenants_and_the_bound_is_global(calls, entr
             if computed:
                 if len(kept) >= entries:
                     kept.pop(0)
-                kept.append((tenant, text))
+            else:
+                kept.remove((tenant, text))   # used: the most recent again
+            kept.append((tenant, text))
         assert len(memo) == len(kept) <= entries
         assert memo.tenants() == {t for t, _ in kept}
+
+
+@given(calls=st.lists(st.tuples(st.sampled_from(["acme", "globex"]), st.integers(0, 2),
+                                st.integers(0, 40)), max_size=80),
+       budget=st.integers(0, 12 * memos.ENTRY_BYTES))
+@settings(max_examples=300, deadline=None)
+def test_every_memo_shares_one_bound_in_bytes(calls, budget):
+    """Three memos (a count, two kinds of findings) on one table: whatever they are sent, what
+    the table holds, charged by what each entry costs, stays within the bound, and the
+    charge is exactly the sum of what the entries left hold."""
+    table = memos.Table(budget)
+    memo_list = [memos.TextMemo(len, table=table),
+                 memos.TextMemo(lambda text: tuple((i, i + 1, "EMAIL") for i in range(len(text) % 5)), table=table),
+                 memos.TextMemo(lambda text: (), table=table)]
+    for tenant, which, n in calls:
+        context = contextvars.copy_context()
+        context.run(memos.enter, tenant)
+        context.run(memo_list[which], LONG + "y" * n)
+        assert table.bytes <= budget
+        assert table.bytes == sum(memos.ENTRY_BYTES + memos.value_bytes(v) for v in table.entries.values())
+    assert sum(len(m) for m in memo_list) == len(table.entries)
+
+
+def test_the_configured_bound_applies_to_the_process_table():
+    before = memos.held()["bound"]
+    memos.configure(0)                 # what earlier tests left: out
+    memos.configure(before)
+    memo = memos.TextMemo(len)
+    memos.enter("acme")
+    try:
+        for i in range(50):
+            memo(LONG + str(i))
+        assert len(memo) == 50
+        memos.configure(memos.TABLE.bytes - 10 * memos.ENTRY_BYTES)
+        assert len(memo) == 40 and memos.held()["bytes"] <= memos.held()["bound"]
+    finally:
+        memos.enter(None)
+        memo.clear()
+        memos.configure(before)
 
 
 def test_short_texts_are_never_kept():
@@ -135,3 +177,9 @@ async def test_through_the_gateway_one_connection_two_tenants(gateway):
     assert calls.count(text) == 2                       # B's request counted it afresh
     assert counter._cache.tenants() == {"acme", "globex"}
     assert memos.current() == "globex"                  # until the next request clears it
+
+
+def test_the_configs_default_is_the_memos_default():
+    from tokenward.config.schema import MemosConfig
+
+    assert MemosConfig().max_bytes == memos.MAX_BYTES

@@ -80,7 +80,8 @@ def test_counts_are_cached_by_tenant_and_hash_never_by_text(counters):
         assert counter.count(text) == first and len(counter._cache) == 1
     finally:
         memos._TENANT.reset(token)
-    assert all(key[0] == "acme" and all(isinstance(part, int) for part in key[1:]) for key in counter._cache._seen)
+    mine = [key for key in memos.TABLE.entries if key[0] == counter._cache._id]
+    assert mine and all(key[1] == "acme" and all(isinstance(part, int) for part in key[2:]) for key in mine)
     assert counter.count(text) == first and len(counter._cache) == 1   # outside a request: counted, not kept
 
 

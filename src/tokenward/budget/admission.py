@@ -139,6 +139,24 @@ class Admitter:
             await self._settle_calls(guarded, voids)
         return decision
 
+    def reserve_now(self, tenant: str, tier: str, plan: PlanConfig, key_id: str | None, model: str | None,
+                    upstream: str | None, tokens: int, cost: int, job: Any = None,
+                    key_limits: KeyLimits | None = None) -> Decision | None:
+        """``reserve``'s decision where the shared store answers without waiting (the
+        memory store): the same atomic step, with no coroutine. None: call ``reserve``."""
+        store_now = self.shared.now
+        if store_now is None:
+            return None
+        now_ms = self.now_ms()
+        rid = self._id_prefix + "%x" % next(self._ids)
+        parts, calls = self._calls(self.budgets, tenant, plan, key_id, key_limits, model, upstream, tokens, cost, rid,
+                                   now_ms, job)
+        decision, voids = self._decide(self.shared, rid, parts, calls, list(map(store_now.reserve_now, calls)),
+                                       now_ms)
+        for void in voids:   # a half refused: the other half is voided in the same step
+            store_now.settle_now(void)
+        return decision
+
     def _calls(self, budgets: Budgets, tenant: str, plan: PlanConfig, key_id: str | None,
                key_limits: KeyLimits | None, model: str | None, upstream: str | None, tokens: int, cost: int,
                rid: str, now_ms: int, job: Any = None) -> tuple[tuple[TenantBudget, ...], list[ReserveCall]]:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .. import memos
 from ..config import load_config
 from ..errors import ConfigError
 
@@ -58,6 +59,7 @@ class Reloader:
             raise ReloadFailed(f"{', '.join(fixed)} cannot change without a restart")
         # the demo key is a first start's; a reload never makes one
         new = Gateway(msgspec.structs.replace(config, demo=None), inherit=old)
+        memos.configure(config.memos.max_bytes)
         new.reload_hook = old.reload_hook
         try:
             await server.swap(new)

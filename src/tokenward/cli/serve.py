@@ -23,6 +23,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Callable, NoReturn
 
+from .. import memos
 from ..config.schema import Config
 from ..http.limits import client_limits
 from ..http.tls import server_tls
@@ -170,6 +171,7 @@ def _run_worker(config: Config, sock: socket.socket, report: Callable[[str | Non
     open_files = raise_open_file_limit()
     cap = connection_cap(config, open_files)
     log.info("open-file limit %d: up to %d client connections", open_files, cap)
+    memos.configure(config.memos.max_bytes)   # one bound for the process's memos (memos.py)
     app = Gateway(config, freeze_gc=True, shared_metrics_dir=shared_metrics_dir)
     reloader = Reloader(config_path) if config_path is not None else None
     if reloader is not None and forked:

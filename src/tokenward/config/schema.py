@@ -337,6 +337,13 @@ class AdminConfig(_Strict, frozen=True):
     token_env: str | None = None
 
 
+class MemosConfig(_Strict, frozen=True):
+    # What the memos keyed by text (token counts, the built-in detectors' findings: memos.py)
+    # hold at most, over every memo and tenant, in bytes of memory; ~240 bytes a text, so the
+    # default keeps ~280,000 texts answered (an agent session resends ~17 a turn); 0: none.
+    max_bytes: int = 64 * 2**20
+
+
 class Config(_Strict, frozen=True):
     server: ServerConfig = ServerConfig()
     edge: EdgeConfig = EdgeConfig()
@@ -359,6 +366,7 @@ class Config(_Strict, frozen=True):
     # abuse signals and graduated actions (config/abuse.py); None: no signals
     abuse: AbuseConfig | None = None
     control: ControlConfig = ControlConfig()
+    memos: MemosConfig = MemosConfig()
 
 
 
@@ -401,6 +409,7 @@ RANGES: dict[type, dict[str, Bound]] = {
         "max_connections_per_client": _POSITIVE,   # null: no cap
     },
     EdgeConfig: {"max_body_bytes": _POSITIVE, "max_header_bytes": _POSITIVE, "max_headers": _POSITIVE},
+    MemosConfig: {"max_bytes": _NONNEG},       # 0: no text remembered
     RouteConfig: {"max_body_bytes": _NONNEG},   # 0 or null: the edge's cap
     UpstreamConfig: {
         "connect_timeout_s": _POSITIVE, "read_timeout_s": _POSITIVE, "health_timeout_s": _POSITIVE,

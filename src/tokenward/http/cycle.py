@@ -63,6 +63,7 @@ class RequestCycle:
                  "head_only", "head", "started", "complete", "chunked", "remaining", "disconnected", "on_disconnect")
 
     supports_disconnect_hook = True
+    supports_body_now = True   # ``body_now`` (the pipeline's read_body asks)
 
     def __init__(self, conn: Connection, scope: Scope, keep_alive: bool, expect_continue: bool) -> None:
         self.conn = conn
@@ -121,6 +122,20 @@ class RequestCycle:
         if not self.more_body:
             self.body_returned = True
         return {"type": "http.request", "body": body, "more_body": self.more_body}
+
+    def body_now(self) -> bytes | None:
+        """The whole body, when it has all arrived and none of it was handed over yet: what
+        ``receive`` would return at once as its only message, without a coroutine. None
+        otherwise (more to come, already read, or the client gone): then ``receive``."""
+        if self.more_body or self.body_returned or self.disconnected or self.complete:
+            return None
+        parts = self.body
+        body = parts[0] if len(parts) == 1 else b"".join(parts)
+        self.body = []
+        if parts:
+            self.conn.body_drained(len(body))
+        self.body_returned = True
+        return body
 
     async def send(self, message: Message) -> None:
         conn = self.conn

@@ -70,6 +70,17 @@ class ApiKeyAuthenticator:
         env_ok = record.environments is None or self._environment in record.environments
         return KeyEntry(record, principal, env_ok)
 
+    def cached(self, credential: str) -> Principal | Refusal | None:
+        """``authenticate``'s answer when the key's entry is in the cache (or the credential
+        is no key of ours); None when the key store must be read first."""
+        parsed = keyformat.parse_key(credential)
+        if parsed is None:
+            return INVALID
+        entry = self.cache.fresh(parsed.key_id)
+        if entry is MISS:
+            return None
+        return self._verify(parsed, entry)
+
     async def authenticate(self, credential: str) -> Principal | Refusal:
         parsed = keyformat.parse_key(credential)
         if parsed is None:
@@ -81,6 +92,9 @@ class ApiKeyAuthenticator:
             except Exception:  # noqa: BLE001 - any store failure: refuse cleanly, never a 500
                 log.warning("key store lookup failed", exc_info=True)
                 return STORE_DOWN
+        return self._verify(parsed, entry)
+
+    def _verify(self, parsed: keyformat.ParsedKey, entry: KeyEntry | None) -> Principal | Refusal:
         if entry is None or not keyformat.matches(parsed, entry.hash):
             return INVALID
         # Only the holder of the right secret learns the key's state.

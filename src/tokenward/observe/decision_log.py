@@ -17,31 +17,8 @@ from typing import IO, Any
 import msgspec
 
 from ..pipeline.context import RequestContext
-from ..reconcile.usage import Usage
+from .decision_record import DecisionRecord
 from .routes import OTHER, path_shape
-
-
-class DecisionRecord(msgspec.Struct, omit_defaults=True):
-    ts: float
-    request_id: str
-    method: str
-    route: str
-    state: str
-    status: int | None = None
-    decided_by: str | None = None
-    reason: str | None = None
-    model: str | None = None
-    stream: bool = False
-    tenant: str | None = None
-    key_id: str | None = None
-    upstream_status: int | None = None
-    usage: Usage | None = None
-    stages_us: dict[str, float] | None = None
-    duration_us: float = 0.0
-    notes: dict[str, Any] | None = None
-    answered_by: str | None = None     # a stage that answered the request itself (the cache)
-    screening: dict[str, Any] | None = None   # scores and outcomes per detector, never text
-    path_shape: str | None = None      # route ``other`` only: the path's shape, no value (observe/routes.py)
 
 
 def build_record(ctx: RequestContext, now_ns: int, route: str) -> DecisionRecord:

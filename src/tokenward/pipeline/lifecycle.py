@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import enum
 
+from ..errors import IllegalTransition
+
+__all__ = ["IllegalTransition", "Lifecycle", "State", "TERMINAL"]
+
 
 class State(enum.Enum):
     RECEIVED = "received"
@@ -48,10 +52,6 @@ for _i, _state in enumerate(State):
 for _state in State:
     _state.allowed = sum(target.bit for target in _TRANSITIONS[_state])
     _state.terminal = _state in TERMINAL
-
-
-class IllegalTransition(RuntimeError):
-    pass
 
 
 class Lifecycle:

@@ -41,6 +41,14 @@ class _Reported(msgspec.Struct):
     completion_tokens: int | None = None
 
 
+class _UsageMember(msgspec.Struct):
+    usage: object = None
+
+
+# A whole answer's top-level ``usage`` member, the rest skipped (``.usage``: None without one)
+decode_usage_member = msgspec.json.Decoder(_UsageMember).decode
+
+
 def from_reported(raw: object) -> Usage:
     """Usage from a backend's ``usage`` object (already decoded); UNKNOWN if unusable."""
     if not isinstance(raw, dict):

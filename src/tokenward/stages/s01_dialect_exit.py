@@ -29,7 +29,7 @@ class DialectExitStage(BaseStage):
     def __init__(self, clock: Callable[[], float]) -> None:
         self._clock = clock
 
-    async def admit(self, ctx: RequestContext) -> None:
+    def decide(self, ctx: RequestContext) -> None:
         dialect = DIALECTS.get(ctx.path)   # before the edge: the path, which the edge matches exactly
         if dialect is not None:
             ctx.send = DialectSend(ctx.send, dialect, self._clock)

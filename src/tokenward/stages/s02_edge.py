@@ -10,12 +10,13 @@ chunked body as soon as what arrived passes the cap.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal
 from ..pipeline.route import Checked, NativeCall
-from ..pipeline.stage import BaseStage
+from ..pipeline.stage import BaseStage, Deciding
 from ..validation.result import NormalizedRequest
 from ..validation.texts import TextUnit, chat_units
 
@@ -84,7 +85,7 @@ class EdgeStage(BaseStage):
         self.max_headers = edge.max_headers
         self.max_header_bytes = edge.max_header_bytes
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Deciding:
         route = self.routes.get(ctx.path)
         if route is None:
             return Refusal(Reason.route_denied, f"route {ctx.path} is not served by this gateway")
@@ -110,7 +111,7 @@ class EdgeStage(BaseStage):
                 return Refusal(Reason.invalid_field, "invalid content-length header", param="content-length")
             if declared_len > route.max_body_bytes:
                 return _too_large(route.max_body_bytes)
-        return await read_body(ctx) if self.reads_body else None
+        return read_body_now(ctx) if self.reads_body else None
 
     def _check_headers(self, ctx: RequestContext) -> Refusal | None:
         headers = ctx.headers
@@ -122,6 +123,24 @@ class EdgeStage(BaseStage):
         if size > self.max_header_bytes:
             return Refusal(Reason.headers_too_large, f"request headers exceed {self.max_header_bytes} bytes")
         return None
+
+
+def read_body_now(ctx: RequestContext) -> Refusal | None | Coroutine[Any, Any, Refusal | None]:
+    """``read_body`` without a coroutine where the server holds the whole body already
+    (ours does when it came with the head: http/cycle.py ``body_now``); else the coroutine
+    of ``read_body``, to await."""
+    route = ctx.route
+    if route is None or not route.has_body:
+        return None
+    cycle = getattr(ctx.receive, "__self__", None)   # the server's request cycle behind receive
+    if getattr(cycle, "supports_body_now", False):
+        body: bytes | None = cycle.body_now()  # type: ignore[union-attr]   # told by supports_body_now
+        if body is not None:
+            if len(body) > route.max_body_bytes:
+                return _too_large(route.max_body_bytes)
+            ctx.parsed.replace(body)
+            return None
+    return read_body(ctx)
 
 
 async def read_body(ctx: RequestContext) -> Refusal | None:

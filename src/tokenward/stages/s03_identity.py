@@ -14,7 +14,8 @@ whatever its body is doing. Only then is the body's ``user`` field read.
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import msgspec
 
@@ -25,9 +26,9 @@ from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
 from ..identity.parts import IdentityParts
 from ..pipeline.results import Principal
-from ..pipeline.stage import BaseStage
+from ..pipeline.stage import BaseStage, Deciding
 from ..wire.request_body import PeekFields
-from .s02_edge import read_body
+from .s02_edge import read_body_now
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext
@@ -80,32 +81,53 @@ class IdentityStage(BaseStage):
         self._clock = clock
         self._jwt_cache: dict[str, tuple[Principal, float]] = {}
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Deciding:
         credential = _credential(ctx.headers)
         if credential is None:
             return MISSING
         if type(credential) is Refusal:
             return credential
         if credential.startswith("tw_"):
-            result = await self.api_keys.authenticate(credential)
-        elif self.jwt is not None and credential.count(".") == 2:
-            result = await self._bearer_token(self.jwt, credential)
-        else:
-            return MALFORMED
+            known = self.api_keys.cached(credential)   # a key read within the cache's TTL: no wait
+            if known is None:
+                return self._admit_after(ctx, self.api_keys.authenticate(credential))
+            return self._admitted(ctx, known)
+        if self.jwt is not None and credential.count(".") == 2:
+            return self._admit_after(ctx, self._bearer_token(self.jwt, credential))
+        return MALFORMED
+
+    async def _admit_after(self, ctx: RequestContext, verifying: Awaitable[Principal | Refusal]) -> Refusal | None:
+        decided = self._admitted(ctx, await verifying)
+        return await decided if isinstance(decided, Coroutine) else decided
+
+    def _admitted(self, ctx: RequestContext, result: Principal | Refusal) -> Coroutine[Any, Any, Refusal | None] | \
+            Refusal | None:
         if type(result) is Refusal:
             return result
         ctx.principal = result
         enter_tenant(result.tenant)   # the memos this request reads and fills are its tenant's (memos.py)
         if not ctx.parsed.raw:
-            refusal = await read_body(ctx)
-            if refusal is not None:
-                return refusal
+            reading = read_body_now(ctx)
+            if reading is not None:
+                return self._read_body(ctx, result, reading) if type(reading) is not Refusal else reading
+        self._label(ctx, result)
+        return None
+
+    async def _read_body(self, ctx: RequestContext, principal: Principal,
+                         reading: Awaitable[Refusal | None]) -> Refusal | None:
+        refusal = await reading
+        if refusal is not None:
+            return refusal
+        self._label(ctx, principal)
+        return None
+
+    @staticmethod
+    def _label(ctx: RequestContext, principal: Principal) -> None:
+        """The body's ``user`` field, as the end-user label inside the verified tenant."""
         if ctx.parsed.raw:
             end_user = _end_user(ctx.parsed.peek())
             if end_user is not None:
-                result = msgspec.structs.replace(result, end_user=end_user)
-        ctx.principal = result
-        return None
+                ctx.principal = msgspec.structs.replace(principal, end_user=end_user)
 
     async def _bearer_token(self, jwt: JwtVerifier, token: str) -> Principal | Refusal:
         now = self._clock()

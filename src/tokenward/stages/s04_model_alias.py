@@ -43,7 +43,7 @@ class ModelAliasStage(BaseStage):
     def __init__(self, aliases: ModelAliases) -> None:
         self.aliases = aliases
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Refusal | None:
         parsed = ctx.parsed
         if not parsed.raw:
             return None

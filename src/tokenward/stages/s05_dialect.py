@@ -176,7 +176,7 @@ class DialectStage(BaseStage):
         self._native = {name: frozenset(config.upstreams[spec.upstream].dialects)
                         for name, spec in config.models.items()}
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Refusal | None:
         route = ctx.route
         dialect = DIALECTS.get(route.path) if route is not None else None
         if dialect is None:

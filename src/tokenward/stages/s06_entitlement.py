@@ -88,7 +88,7 @@ class EntitlementStage(BaseStage):
         # unknown_model (404), as OpenAI does.
         self.known_models = known_models
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Refusal | None:
         principal = ctx.principal
         if principal is None:
             return None  # no identity stage configured: nothing to entitle against

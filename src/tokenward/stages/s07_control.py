@@ -27,7 +27,7 @@ from ..control.metrics import EnforcementMetrics
 from ..control.runtime import ControlRuntime
 from ..errors import Reason, Refusal
 from ..pipeline.results import Entitlement
-from ..pipeline.stage import BaseStage
+from ..pipeline.stage import BaseStage, Deciding, Releasing
 
 if TYPE_CHECKING:
     from ..control.view import Enforced, TenantControls
@@ -87,21 +87,27 @@ class ControlStage(BaseStage):
         self._lease_ms = int(lease_s * 1000)
         self._narrowed: dict[tuple[int, int], Entitlement] = {}
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Deciding:
         principal = ctx.principal
         if principal is None:
             return None
         view = self.runtime.view
-        held = None
         if view.keys or view.tenants:
             tenant = view.tenants.get(principal.tenant)
             enforced = view.keys.get(principal.key_id)
             if tenant is not None or enforced is not None:
-                decided = await self._enforce(ctx, principal, tenant, enforced)
-                if type(decided) is Refusal:
-                    return decided
-                held = decided
-        self.open.add(principal.tenant, ctx, held)
+                return self._admit_enforced(ctx, principal, tenant, enforced)
+        self.open.add(principal.tenant, ctx, None)
+        return None
+
+    async def _admit_enforced(self, ctx: RequestContext, principal: Principal, tenant: TenantControls | None,
+                              enforced: Enforced | None) -> Refusal | None:
+        """A caller under an enforcement action or an operator's control: it may wait for
+        the store's count of the key's open requests."""
+        decided = await self._enforce(ctx, principal, tenant, enforced)
+        if type(decided) is Refusal:
+            return decided
+        self.open.add(principal.tenant, ctx, decided)
         return None
 
     async def _enforce(self, ctx: RequestContext, principal: Principal, tenant: TenantControls | None,
@@ -156,22 +162,23 @@ class ControlStage(BaseStage):
             ctx.note("restricted", {"max_output_tokens": cap})
         return None
 
-    async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
-        await self._release(ctx)
+    def abort(self, ctx: RequestContext, exit: Exit) -> Releasing:
+        return self._release(ctx)
 
-    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
-        await self._release(ctx)
+    def complete(self, ctx: RequestContext, usage: Usage) -> Releasing:
+        return self._release(ctx)
 
-    async def _release(self, ctx: RequestContext) -> None:
+    def _release(self, ctx: RequestContext) -> Releasing:
         principal = ctx.principal
         if principal is None:
-            return
+            return None
         reservation = ctx.reservation
         if reservation is not None:   # admission released first: settled
             self.enforcement.settle(principal.tenant, reservation.record)
         held = self.open.remove(principal.tenant, ctx)
-        if held is not None:
-            await self.runtime.store.give_slot(principal.key_id, held)
+        if held is not None:   # a slot of the key's reduced concurrency: the store gives it back
+            return self.runtime.store.give_slot(principal.key_id, held)
+        return None
 
 
 def build(config: Config, clock: Callable[[], float], control_runtime: ControlRuntime,

@@ -27,7 +27,7 @@ import msgspec
 
 from ..config.schema import Config
 from ..errors import Reason, Refusal
-from ..pipeline.stage import BaseStage
+from ..pipeline.stage import BaseStage, Deciding
 from ..pipeline.closers import Closers
 from ..tokenize.registry import TokenizerRegistry
 from ..validation.bounds import say_output_bound
@@ -53,7 +53,7 @@ class ValidationStage(BaseStage):
         self.serves = serves
         self.pdf_reader = pdf_reader   # a started-on-first-use attachments.pdf.PdfExtractor
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Deciding:
         route = ctx.route   # a dialect's route validates as chat (stages/s05_dialect.py)
         path = route.validates if route is not None else ctx.path
         if path not in self.paths:
@@ -68,10 +68,19 @@ class ValidationStage(BaseStage):
             return Refusal(Reason.model_route_unsupported,
                            f"The model `{request.model}` does not serve {path}", param="model")
         if request.attachments and any(a.data is not None for a in request.attachments):
-            read = await self._read_files(request)
-            if isinstance(read, Refusal):
-                return read
-            request = read
+            return self._with_files(ctx, request)   # read in a sandboxed worker: waited for
+        self._admit(ctx, request)
+        return None
+
+    async def _with_files(self, ctx: RequestContext, request: NormalizedRequest) -> Refusal | None:
+        read = await self._read_files(request)
+        if isinstance(read, Refusal):
+            return read
+        self._admit(ctx, read)
+        return None
+
+    @staticmethod
+    def _admit(ctx: RequestContext, request: NormalizedRequest) -> None:
         if request.changed:
             ctx.body = _encode(request.body)   # the next version: no view of the old bytes survives
         # later stages read the typed ``request`` instead of parsing again
@@ -88,7 +97,6 @@ class ValidationStage(BaseStage):
             say_output_bound(ctx, request.max_tokens_set)
             if request.max_tokens_defaulted:
                 ctx.note("max_tokens_default", request.max_tokens_set)
-        return None
 
 
     async def _read_files(self, request: NormalizedRequest) -> NormalizedRequest | Refusal:

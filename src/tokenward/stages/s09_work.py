@@ -55,7 +55,7 @@ class WorkStage(BaseStage):
         self.windows = {name: spec.context_window for name, spec in models.items()}
         self.counters = counters
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Refusal | None:
         request = ctx.request
         if not isinstance(request, NormalizedRequest):
             return None  # a route validation does not cover (GET /v1/models)

@@ -19,7 +19,8 @@ record is deleted by the settle that uses it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any, Awaitable
 
 
 from ..budget import policy
@@ -36,7 +37,7 @@ from ..observe.work import WorkMetrics
 from ..jobs.runs import JobRun
 from ..pipeline.context import required
 from ..pipeline.results import BudgetRecord, Reservation
-from ..pipeline.stage import BaseStage, Exit, ExitKind
+from ..pipeline.stage import BaseStage, Deciding, Exit, ExitKind
 from ..reconcile.usage import Usage
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class AdmissionStage(BaseStage):
         # API key id -> its [tokens, micro-USD] charged, the slot the metrics export
         self._key_slots: dict[str, list[int]] = {}
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Deciding:
         principal = ctx.principal
         if principal is None:
             ctx.note("budget", "skipped: no principal")  # identity always sets one once it runs
@@ -90,16 +91,22 @@ class AdmissionStage(BaseStage):
         route = ctx.route
         if route is None or not route.has_body:
             return None
-        entitlement = ctx.entitlement
-        plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
-        job: JobBudgets | None = None
         for name, value in ctx.headers:   # x-tokenward-job: the request joins an agent job
             if name == b"x-tokenward-job":
-                resolved = await self.jobs.resolve(principal.tenant, value.decode("latin-1").strip())
-                if isinstance(resolved, Refusal):
-                    return resolved
-                job = resolved
-                break
+                return self._admit_in_job(ctx, principal, value.decode("latin-1").strip())
+        return self._reserve(ctx, principal, None)
+
+    async def _admit_in_job(self, ctx: RequestContext, principal: Principal, job_id: str) -> Refusal | None:
+        resolved = await self.jobs.resolve(principal.tenant, job_id)
+        if isinstance(resolved, Refusal):
+            return resolved
+        decided = self._reserve(ctx, principal, resolved)
+        return await decided if isinstance(decided, Coroutine) else decided
+
+    def _reserve(self, ctx: RequestContext, principal: Principal, job: JobBudgets | None
+                 ) -> Refusal | None | Coroutine[Any, Any, Refusal | None]:
+        entitlement = ctx.entitlement
+        plan: PlanConfig = entitlement.plan if entitlement is not None else principal.plan
         estimate = self._estimate(ctx, plan)
         model = estimate.model
         priced = self._models.get(model) if model is not None else None
@@ -107,9 +114,22 @@ class AdmissionStage(BaseStage):
             # a job budgeted in USD is bounded only by what its requests cost
             return Refusal(Reason.invalid_field, f"job {job.meta.id} is budgeted in USD and model {model!r} has no "
                                                  "price: such a job runs only priced models", param="model")
-        decision = await self.admitter.reserve(
-            principal.tenant, principal.plan_name, plan, principal.key_id, model,
-            priced[1] if priced is not None else None, estimate.tokens, estimate.cost, job, principal.limits)
+        upstream = priced[1] if priced is not None else None
+        decision = self.admitter.reserve_now(principal.tenant, principal.plan_name, plan, principal.key_id, model,
+                                             upstream, estimate.tokens, estimate.cost, job, principal.limits)
+        if decision is None:   # a store that is waited for (Redis)
+            return self._after_store(ctx, principal, estimate, job, self.admitter.reserve(
+                principal.tenant, principal.plan_name, plan, principal.key_id, model, upstream, estimate.tokens,
+                estimate.cost, job, principal.limits))
+        return self._decided(ctx, principal, estimate, job, decision)
+
+    async def _after_store(self, ctx: RequestContext, principal: Principal, estimate: Estimate,
+                           job: JobBudgets | None, reserving: Awaitable[Decision]) -> Refusal | None:
+        decided = self._decided(ctx, principal, estimate, job, await reserving)
+        return await decided if isinstance(decided, Coroutine) else decided
+
+    def _decided(self, ctx: RequestContext, principal: Principal, estimate: Estimate, job: JobBudgets | None,
+                 decision: Decision) -> Refusal | None | Coroutine[Any, Any, Refusal]:
         limits = decision.limits
         record = BudgetRecord(estimated_input=estimate.input, reserved=estimate.tokens, reserved_cost=estimate.cost,
                               limits=tuple(limits), store="local" if decision.local else self._shared_store)
@@ -126,7 +146,7 @@ class AdmissionStage(BaseStage):
             if decision.limit in JOB_LIMITS:
                 assert job is not None   # a job's limits refuse only a job's requests
                 needed = estimate.cost if job.meta.unit == policy.COST else estimate.tokens
-                return await self.jobs.refused(principal.tenant, job, needed, decision.headers)
+                return self.jobs.refused(principal.tenant, job, needed, decision.headers)
             return _upper_bound(_refusal(decision, estimate), ctx.work)
         ctx.reservation = Reservation(ticket.reservation_id, principal.tenant, estimate.tokens,
                                       estimate.cost, "streams" in limits, tuple(limits), record)
@@ -171,10 +191,10 @@ class AdmissionStage(BaseStage):
             limit = _int(completion)
         return (model if isinstance(model, str) else None), limit, _int(n)
 
-    async def on_complete(self, ctx: RequestContext, usage: Usage) -> None:
+    def complete(self, ctx: RequestContext, usage: Usage) -> None:
         self._settle(ctx, usage, backend_saw_it=True)
 
-    async def on_abort(self, ctx: RequestContext, exit: Exit) -> None:
+    def abort(self, ctx: RequestContext, exit: Exit) -> None:
         usage = exit.usage if exit.usage is not None else ctx.usage
         saw_it = exit.kind is not ExitKind.REJECTED and (ctx.upstream_status is not None or ctx.deciding_stage == "forward")
         self._settle(ctx, usage, backend_saw_it=saw_it)

@@ -8,7 +8,7 @@ request that validation and work did not see goes no further.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from ..dialects import messages_translate
 from ..errors import Reason, Refusal
@@ -45,7 +45,7 @@ class CountTokensStage(BaseStage):
     name = "count_tokens"
     needs = frozenset({"route", "work"})
 
-    async def admit(self, ctx: RequestContext) -> Any:
+    def decide(self, ctx: RequestContext) -> Refusal | CountedTokens | None:
         route = ctx.route
         if not isinstance(route, DialectRoute):
             return None

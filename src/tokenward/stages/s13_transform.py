@@ -56,7 +56,7 @@ class TransformStage(BaseStage):
 
         self._count_output = count_output
 
-    async def admit(self, ctx: RequestContext) -> Refusal | None:
+    def decide(self, ctx: RequestContext) -> Refusal | None:
         screened = ctx.screening
         if screened is None:
             return None

@@ -3,7 +3,9 @@
 Specs:
 
 - ``tiktoken:<encoding>``: ``cl100k_base``, ``o200k_base`` (any encoding tiktoken knows
-  whose vocabulary file is available locally, see ``tiktoken_files``);
+  whose vocabulary file is available locally, see ``tiktoken_files``); counted by
+  bpe-openai where the ``fastcount`` extra is installed and agrees (``fast_bpe``), else
+  by tiktoken;
 - ``hf:<path to tokenizer.json>``: a served model's own tokenizer, via ``tokenizers``
   (a relative path is relative to the working directory);
 - ``estimate`` or ``estimate:<vocab size>``: the UTF-8 byte upper bound; the optional
@@ -22,6 +24,7 @@ from ..config.schema import Config
 from ..errors import ConfigError
 from . import templates
 from .counters import Counter, EstimateCounter, HfCounter, TiktokenCounter
+from .fast_bpe import exact_count
 from .tiktoken_files import load_encoding
 
 
@@ -35,7 +38,8 @@ def build_counter(spec: str) -> Counter:
             raise ConfigError("", f"estimate:<vocab size> needs a positive integer, got {arg!r}")
         return EstimateCounter(spec, int(arg))
     if kind == "tiktoken" and arg:
-        return TiktokenCounter(spec, load_encoding(arg))
+        encoding = load_encoding(arg)
+        return TiktokenCounter(spec, encoding, exact_count(arg, encoding))
     if kind == "hf" and arg:
         try:
             from tokenizers import Tokenizer

@@ -38,7 +38,7 @@ from ..pipeline.context import RequestContext, required
 from ..pipeline.stage import Exit, ExitKind
 from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
-from ..reconcile.usage import NOTHING_USED, UNKNOWN, from_reported
+from ..reconcile.usage import NOTHING_USED, UNKNOWN, decode_usage_member, from_reported
 from .backend_errors import backend_refusal
 from .affinity import affinity_seed, prefix_chain
 from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
@@ -51,13 +51,6 @@ from .targets import Target, TargetTable
 
 log = logging.getLogger("tokenward.upstream")
 _JSON_CT = (b"content-type", b"application/json")
-
-
-class _UsageOnly(msgspec.Struct):
-    usage: object = None
-
-
-_usage_of = msgspec.json.Decoder(_UsageOnly).decode
 
 
 def failure_detail(ctx: RequestContext, target: Target, exc: UpstreamError) -> None:
@@ -228,7 +221,7 @@ class Forwarder:
         except UpstreamError as exc:
             return await _answer_failure(ctx, target, exc, "finish")
         try:
-            ctx.usage = bounded(ctx, target, from_reported(_usage_of(body).usage))
+            ctx.usage = bounded(ctx, target, from_reported(decode_usage_member(body).usage))
         except (msgspec.DecodeError, msgspec.ValidationError):
             # An empty answer did nothing we can see; one that is not a JSON object may
             # have generated and lost its text: charged in full.

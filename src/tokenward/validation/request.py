@@ -47,7 +47,7 @@ class Validator:
 
     def __init__(self, vocab_sizes: dict[str, int]) -> None:
         self.vocab_sizes = vocab_sizes
-        self.routes: dict[str, Callable[..., NormalizedRequest]] = {
+        self.routes: dict[str, Callable[[RequestBody | bytes, PlanConfig, frozenset[str]], NormalizedRequest]] = {
             "/v1/chat/completions": self.chat,
             "/v1/completions": self.completions,
             "/v1/embeddings": self.embeddings,
@@ -78,7 +78,7 @@ class Validator:
             raise Refusal(Reason.unknown_model, f"The model `{model}` does not exist", param="model")
         return vocab
 
-    def chat(self, body: bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
+    def chat(self, body: RequestBody | bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
         req, vocab = self._start(ChatCompletionRequest, body)
         findings = Findings()
         check_extensions(req, plan, features, findings, vocab)
@@ -91,7 +91,7 @@ class Validator:
         check_standard(req, plan, features, findings)
         return _result("chat", req, 1, cands, max_out, norm, findings)
 
-    def completions(self, body: bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
+    def completions(self, body: RequestBody | bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
         req, vocab = self._start(CompletionRequest, body)
         findings = Findings()
         check_extensions(req, plan, features, findings, vocab)
@@ -111,7 +111,7 @@ class Validator:
         check_standard(req, plan, features, findings)
         return _result("completions", req, items, cands, max_out, norm, findings)
 
-    def embeddings(self, body: bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
+    def embeddings(self, body: RequestBody | bytes, plan: PlanConfig, features: frozenset[str]) -> NormalizedRequest:
         req, vocab = self._start(EmbeddingRequest, body)
         findings = Findings()
         check_extensions(req, plan, features, findings, vocab)
