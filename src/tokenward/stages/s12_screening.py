@@ -211,10 +211,10 @@ def _screen(metrics: GatewayMetrics, kind: str, cfg: InjectionScreening | PiiScr
     """(result, microseconds), an awaitable of that (``_later``), or what a failure means
     under ``on_failure``: a Refusal (closed) or None (open: admitted, recorded)."""
     try:
-        # a screener may declare its own budget for a policy that sets none (screener.Threaded)
-        budget_ms = (cfg.timeout_ms if cfg.timeout_ms is not None
-                     else screener.default_timeout_ms if isinstance(screener, screening.Threaded)
-                     else screening.DEFAULT_TIMEOUT_MS)
+        # a screener may declare its own budget for a policy that sets none: Threaded (the
+        # built-in model detectors) or a plugin's object, outside code the protocol leaves free
+        budget_ms: float = (cfg.timeout_ms if cfg.timeout_ms is not None
+                            else getattr(screener, "default_timeout_ms", screening.DEFAULT_TIMEOUT_MS))
         return screening.start(screener, result.texts if texts is None else texts, budget_ms / 1000)
     except screening.ScreenerFailed as exc:
         return _failed(metrics, kind, screener.name, exc, cfg.on_failure == "closed", cfg.shadow, result.record)
