@@ -71,12 +71,29 @@ class StubResponse:
         pass
 
 
-def stub_pools(gateway, chunks: int) -> None:
-    async def request(method, path, headers, body, *, timeout=None):
-        return StubResponse(chunks)
+class StubTransport:
+    """An upstream transport (upstream/response_head.py ``Transport``) that answers at once."""
 
-    for pool in gateway.parts.targets.pools.values():
-        pool.request = request
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+
+    async def request(self, method, path, headers, body, *, timeout=None) -> StubResponse:
+        return StubResponse(self.chunks)
+
+    async def aclose(self) -> None:
+        pass
+
+
+def stub_pools(gateway, chunks: int) -> None:
+    """Every target's transport replaced by ``StubTransport`` (its pool never connected):
+    the transport, not a method of the pool, so a compiled UpstreamPool (tokenward/compiled.py)
+    is stubbed the same way."""
+    stub = StubTransport(chunks)
+    targets = gateway.parts.targets
+    for name in targets.pools:
+        targets.pools[name] = stub
+    for target in targets.targets.values():
+        target.pool = stub
 
 
 def make_scope(api_key: str | None, body: bytes) -> dict:

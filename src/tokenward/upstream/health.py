@@ -25,7 +25,8 @@ import time
 from typing import Any, Awaitable, Callable
 
 from ..config.schema import Config
-from .client import UpstreamError, UpstreamPool, UpstreamTimeout
+from .client import UpstreamError, UpstreamTimeout
+from .response_head import Transport
 from .targets import TargetTable, auth_headers
 
 log = logging.getLogger("tokenward.upstream")
@@ -35,7 +36,7 @@ class _Probe:
     __slots__ = ("name", "pool", "path", "headers", "ttl", "timeout", "required", "healthy", "detail",
                  "checked", "inflight")
 
-    def __init__(self, name: str, pool: UpstreamPool, path: str, headers: list[tuple[bytes, bytes]], ttl: float, timeout: float,
+    def __init__(self, name: str, pool: Transport, path: str, headers: list[tuple[bytes, bytes]], ttl: float, timeout: float,
                  required: bool) -> None:
         self.name = name
         self.pool = pool

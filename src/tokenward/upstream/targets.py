@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import re
 import ssl
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..config.schema import Config, UpstreamConfig
 from ..errors import ConfigError
 from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
+from .response_head import Transport
 from .salt import CacheSalt, salt_for
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ class Target:
                  "read_timeout", "request_id_header", "request_id_format", "output_counter", "answered",
                  "answer_bytes_per_token", "answer_slack_bytes", "metrics", "salt")
 
-    def __init__(self, model: str, upstream_name: str, pool: UpstreamPool, backend_model: str,
+    def __init__(self, model: str, upstream_name: str, pool: Transport, backend_model: str,
                  auth_headers: list[tuple[bytes, bytes]], allow: HeaderAllowlist,
                  read_timeout: float, up: UpstreamConfig | None = None, output_counter: Counter | None = None,
                  metrics: GatewayMetrics | None = None) -> None:
@@ -133,13 +134,13 @@ def _check_header_name(name: str, up: UpstreamConfig) -> None:
 
 class TargetTable:
     def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict[str, Counter] | None = None,
-                 metrics: GatewayMetrics | None = None, transports: Mapping[str, Any] | None = None) -> None:
+                 metrics: GatewayMetrics | None = None, transports: Mapping[str, Transport] | None = None) -> None:
         """``transports``: an upstream's transport when it is not HTTP over TCP (a test's
         in-process backend, upstream/memory.py), by upstream name."""
         # check-config builds the table to check it, with metrics of its own that no one reads
         metrics = metrics if metrics is not None else GatewayMetrics()
         # an UpstreamPool, or a transport the assembly was given (MemoryTransport): the same surface
-        self.pools: dict[str, Any] = {}
+        self.pools: dict[str, Transport] = {}
         self.targets: dict[str, Target] = {}
         salts: dict[str, CacheSalt | None] = {}
         for name, up in config.upstreams.items():
