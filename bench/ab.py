@@ -86,12 +86,21 @@ def _gateway(procs: Procs, name: str, src: Path, config: Path, stages: str | Non
     proc = procs.start(f"gateway-{name}", [PYTHON, str(BENCH_DIR / "gateway_launcher.py"), "serve", "--config",
                                            str(own), "--port", "0"], GATEWAY_CPU, env)
     url = "http://127.0.0.1:" + proc.wait_line(r"tokenward listening on http://127\.0\.0\.1:(\d+)").group(1)
-    deadline = time.monotonic() + 20
-    while not _ready(url):   # the port is bound before start-up completes
+    deadline = time.monotonic() + 60   # examples/gateway.yaml's screening tables take seconds to build
+    while not _ready(url):   # bound before start-up completes
         if time.monotonic() > deadline:
             raise BenchError(f"gateway {name} never became ready:\n{proc.err_path.read_text()[-3000:]}")
         time.sleep(0.05)
     return proc, url
+
+
+def _ready(url: str) -> bool:
+    """GET /readyz answers 200 (the routing table gives only GET to readiness: a POST is the pipeline's)."""
+    try:
+        with urllib.request.urlopen(url + "/readyz", timeout=2) as resp:
+            return resp.status == 200
+    except OSError:
+        return False
 
 
 def _round(proc, url: str, conns: int, duration: float, api_key: str | None, body: dict | None = None) -> dict:
@@ -159,6 +168,8 @@ def main() -> None:
             if args.sessions or args.new_64k:
                 kind = "sessions" if args.sessions else "new64k"
                 body = workload_env(kind, args.sessions, model, write_pools(tmp / "pools"), "ab")
+            elif args.pipeline == "examples" and "BENCH_BODY" not in body:
+                body.update(workload_env("small", 0, model, tmp, "ab"))   # the small body, for its model
             (proc_a, url_a), (proc_b, url_b) = (_gateway(procs, n, s, config, args.stages, w, args.cache_entries)
                                                     for n, s, w in (("a", args.a, args.a_with),
                                                                     ("b", args.b, args.b_with)))

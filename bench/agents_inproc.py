@@ -101,7 +101,7 @@ def memo_report(gateway: Any) -> str:
     if not hasattr(memos, "held"):   # a tree from before issue 43: memos counted in entries
         return "memos: (this tree does not report them)"
     held = memos.held()
-    return (f"memos: {held['entries']} entries of {held['bytes'] / 2**20:.1f} MiB of text "
+    return (f"memos: {held['entries']} entries, {held['bytes'] / 2**20:.1f} MiB as charged (no text kept) "
             f"(bound {held['bound'] / 2**20:.0f} MiB)")
 
 

@@ -71,13 +71,31 @@ class StubResponse:
         pass
 
 
-def stub_pools(gateway, chunks: int) -> None:
-    async def request(method, path, headers, body, *, timeout=None):
-        return StubResponse(chunks)
+class StubTransport:
+    """An upstream transport (upstream/response_head.py ``Transport``) that answers at once."""
 
+    def __init__(self, chunks: int) -> None:
+        self.chunks = chunks
+
+    async def request(self, method, path, headers, body, *, timeout=None) -> StubResponse:
+        return StubResponse(self.chunks)
+
+    @property
+    def stats(self) -> dict[str, int]:
+        return {"open": 0, "idle": 0, "waiting": 0}
+
+    async def aclose(self) -> None:
+        pass
+
+
+def stub_pools(gateway, chunks: int) -> None:
+    """Every target's transport replaced by ``StubTransport`` (its connections never opened):
+    the transport, not a method of it, so a compiled UpstreamPool (tokenward/compiled.py) is
+    stubbed the same way."""
+    stub = StubTransport(chunks)
     for pool in gateway.parts.targets.pools.values():
         for replica in pool.replicas:   # a pool's targets (issue 39)
-            replica.transport.request = request
+            replica.transport = stub
 
 
 def make_scope(api_key: str | None, body: bytes) -> dict:

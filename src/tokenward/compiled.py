@@ -7,8 +7,10 @@ builds none and runs the same modules as Python, so an install stays one command
 machine without a compiler. The modules are typed strictly (mypy), which is what mypyc
 reads: compiled, they cost ~1/3 fewer instructions per request (docs/benchmarks.md,
 "A compiled hot path"). What they may not hold: a msgspec ``Struct`` (msgspec reads its
-annotations from the module, which a compiled module does not keep) or a subclass of an
-exception; those live in modules that stay Python.
+annotations from the module, which a compiled module does not keep), a subclass of an
+exception, or a class that Python code subclasses (``dialects/exit.py`` subclasses
+``wire/sse.py``'s ``SseEvent``, so that module stays Python); a class whose instances get
+methods set from outside stays Python too (``tokenize/counters.py``).
 
 A compiled module is imported in preference to its ``.py``, so editing the source of one
 would change nothing until the next build. ``check`` compares each compiled module's
@@ -29,6 +31,7 @@ MANIFEST = PACKAGE / "compiled.json"
 # What a request runs through, in the order of docs/architecture.md's walk
 MODULES: tuple[str, ...] = (
     "app",
+    "http/server", "http/head", "http/limits", "http/ending", "http/state", "http/bodies",
     "http/cycle", "http/responses",
     "pipeline/runner", "pipeline/context", "pipeline/lifecycle", "pipeline/outbound", "pipeline/disconnect",
     "pipeline/bounds",
@@ -41,6 +44,7 @@ MODULES: tuple[str, ...] = (
     "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases",
     "control/streams", "control/metrics",
     "upstream/forward", "upstream/prepare", "upstream/targets", "upstream/usage_report",
+    "upstream/client", "upstream/_conn", "upstream/deadlines", "upstream/stream_clock", "upstream/stream_relay",
     "observe/metrics", "observe/decision_log", "observe/routes", "abuse/observe", "abuse/batch",
     "keys/last_used",
 )

@@ -40,6 +40,9 @@ def _builders() -> list[tuple[str, object]]:
 
 @pytest.mark.parametrize(("who", "build"), _builders(), ids=[who for who, _ in _builders()])
 def test_every_parameter_names_an_available_part_of_its_type(who, build):
+    if not isinstance(build, types.FunctionType):
+        pytest.skip("a builder compiled by mypyc keeps no annotations (tokenward/compiled.py): "
+                    "the Python tree checks them")
     available = available_types()
     hints = typing.get_type_hints(build)
     for name in inspect.signature(build).parameters:
@@ -61,11 +64,13 @@ def test_the_slot_writers_are_the_stages_that_write_them():
                s08_validation.ValidationStage, s09_work.WorkStage, s10_admission.AdmissionStage,
                s12_screening.ScreeningStage, s14_cache.CacheStage]
     by_name = {cls.name: cls for cls in classes}
+    # a context's slots, read off one (a compiled RequestContext has no __slots__ to list)
+    context = RequestContext("r", "POST", "/", [], None, None, 0)   # type: ignore[arg-type]
     for slot, writer in order.SLOT_WRITERS.items():
         assert slot in by_name[writer].writes, (slot, writer)
     for cls in classes:
         assert set(cls.needs) <= set(order.SLOT_WRITERS), cls
-        assert set(cls.needs) <= set(RequestContext.__slots__), cls
+        assert all(hasattr(context, slot) for slot in cls.needs), cls
 
 
 class _Stub:

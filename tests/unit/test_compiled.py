@@ -13,6 +13,7 @@ import pytest
 from tokenward import compiled
 
 SRC = Path(compiled.__file__).resolve().parent
+ROOT = SRC.parents[1]
 
 
 def test_every_listed_module_exists_and_holds_nothing_mypyc_cannot_keep():
@@ -48,3 +49,27 @@ def test_a_compiled_module_whose_source_changed_is_refused(tmp_path, monkeypatch
     manifest.unlink()
     with pytest.raises(compiled.StaleCompiledModule):   # no record of what it was built from
         compiled.check()
+
+
+def test_no_python_class_subclasses_a_compiled_one():
+    """mypyc refuses an interpreted subclass of a compiled class at run time (a TypeError on
+    the request that first makes one): no module left as Python, test or bench subclasses
+    a class a listed module defines."""
+    defined: dict[str, str] = {}
+    for name in compiled.MODULES:
+        for node in ast.parse((SRC / f"{name}.py").read_text()).body:
+            if isinstance(node, ast.ClassDef):
+                defined[node.name] = name
+    listed = {SRC / f"{name}.py" for name in compiled.MODULES}
+    found = []
+    for path in [*ROOT.joinpath("src").rglob("*.py"), *ROOT.joinpath("tests").rglob("*.py"),
+                 *ROOT.joinpath("bench").rglob("*.py")]:
+        if path in listed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                for base in node.bases:
+                    short = ast.unparse(base).rsplit(".", 1)[-1]
+                    if short in defined:
+                        found.append(f"{path.relative_to(ROOT)}: {node.name}({short}) of {defined[short]}")
+    assert not found, found

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import NoReturn
 
 import httptools
 
@@ -43,7 +44,7 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
                  "buffered", "read_paused", "write_paused", "drain_waiter", "idle_since", "client", "server",
                  "scheme", "worker", "busy", "next_waiter", "in_head", "head_bytes", "refused", "last_read",
                  "header_bytes", "lingering", "linger_left", "linger_timer", "head_since", "body_since",
-                 "body_bytes", "paused_since", "host", "seen")
+                 "body_bytes", "paused_since", "host", "seen", "head_refusal")
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -66,6 +67,10 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
         self.head_bytes = 0  # bytes of reads that ended inside the current request head
         self.header_bytes = 0  # the current head as parsed: target + headers (edge.max_header_bytes)
         self.refused = False  # answered 400/431: nothing more is read
+        # The refusal a head callback raised, for data_received: httptools reports it as a
+        # callback error whose __context__ is whatever exception was being handled when it
+        # raised, which is not always the callback's (compiled code, tokenward/compiled.py)
+        self.head_refusal: Refused | None = None
         self.lingering = False  # answered early: reading and dropping the rest, then closing
         self.linger_left = 0
         self.linger_timer: asyncio.TimerHandle | None = None
@@ -154,8 +159,8 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
             if cycle is not None:
                 cycle.keep_alive = False
         except httptools.HttpParserError as exc:
-            refused = exc.__context__
-            if isinstance(refused, Refused):
+            refused, self.head_refusal = self.head_refusal, None
+            if refused is not None:
                 self._reject(refused.reason, refused.message)
             else:
                 self._reject(Reason.malformed_request, f"invalid HTTP request: {str(exc)[:200]}")
@@ -187,31 +192,39 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
         if self.head_since is None:
             self.head_since = self.last_read   # parsing runs inside data_received: now
 
+    def _refuse(self, refused: Refused) -> NoReturn:
+        """Stop parsing this head with ``refused`` (data_received answers it)."""
+        self.head_refusal = refused
+        raise refused
+
     def on_url(self, url: bytes) -> None:
         self.url += url
         self.header_bytes += len(url)
         if self.header_bytes > self.state.max_header_bytes:
-            raise Refused(Reason.headers_too_large, "request header fields too large")
+            self._refuse(Refused(Reason.headers_too_large, "request header fields too large"))
 
     def on_header(self, name: bytes, value: bytes) -> None:
         # Counted as the edge stage counts them, per header as httptools hands it over: the
         # limits hold whether the head came in one read or many, whatever the route.
         self.header_bytes += len(name) + len(value) + 4
         if self.header_bytes > self.state.max_header_bytes:
-            raise Refused(Reason.headers_too_large, f"request headers exceed {self.state.max_header_bytes} bytes")
+            self._refuse(Refused(Reason.headers_too_large, f"request headers exceed {self.state.max_header_bytes} bytes"))
         if len(self.headers) >= self.state.max_headers:
-            raise Refused(Reason.headers_too_large, f"more than {self.state.max_headers} request headers")
+            self._refuse(Refused(Reason.headers_too_large, f"more than {self.state.max_headers} request headers"))
         name = name.lower()
         if name in SPECIAL:   # one lookup for the usual header, not a test per rule
             if name == b"expect":
                 if value.lower() == b"100-continue":
                     self.expect = True
             elif name == b"transfer-encoding":
-                check_transfer_encoding(value, self.parser.get_http_version())
+                try:
+                    check_transfer_encoding(value, self.parser.get_http_version())
+                except Refused as refused:
+                    self._refuse(refused)
             else:
                 bit = ONCE[name]
                 if self.seen & bit:
-                    raise Refused(Reason.malformed_request, f"more than one {name.decode('latin-1')} header")
+                    self._refuse(Refused(Reason.malformed_request, f"more than one {name.decode('latin-1')} header"))
                 self.seen |= bit
         self.headers.append((name, value))
 
@@ -220,7 +233,10 @@ class HttpConnection(EarlyEnds, asyncio.Protocol):
         parser = self.parser
         version = parser.get_http_version()
         if version != "1.1" or not self.seen & HOST:
-            check_version(version, self.seen)
+            try:
+                check_version(version, self.seen)
+            except Refused as refused:
+                self._refuse(refused)
         path, raw_path, query = split_target(self.url)
         scope = {
             "type": "http", "asgi": _ASGI, "http_version": version, "method": parser.get_method().decode("ascii"),

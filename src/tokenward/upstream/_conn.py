@@ -16,6 +16,7 @@ from typing import Any
 import httptools
 
 from .response_head import (
+    ExtraResponseBytes,
     ResponseHead,
     UpstreamConnectError,
     UpstreamError,
@@ -32,10 +33,6 @@ HIGH_WATER = 1 << 20
 TIMED_OUT = object()  # timer result: cheaper than an exception through the future
 _FRAMING = (b"content-length", b"transfer-encoding")
 _PARSE_ERRORS = (httptools.HttpParserError, httptools.HttpParserUpgrade)
-
-
-class _ExtraBytes(Exception):
-    """Raised from a parser callback to stop at bytes following a complete response."""
 
 
 def wake(resp: Any) -> None:
@@ -349,7 +346,7 @@ class Conn(asyncio.Protocol):
 
     def on_message_begin(self) -> None:
         if self.msg_done:
-            raise _ExtraBytes
+            raise ExtraResponseBytes
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self.resp.headers.append((name.lower(), value))

@@ -41,9 +41,10 @@ from .usage_report import bounded
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, decode_usage_member, from_reported
 from .backend_errors import backend_refusal
 from .affinity import affinity_seed, prefix_chain
-from .client import UpstreamConnectError, UpstreamError, UpstreamResponse, UpstreamTimeout, UpstreamTooLarge
+from .client import UpstreamConnectError, UpstreamError, UpstreamTimeout, UpstreamTooLarge
 from .failover import TARGET_FAULTS, after_failure, after_status
 from .pool import BackendPool, Replica
+from .response_head import Response
 from .prepare import prepare
 from .stream_clock import StreamClock
 from .stream_relay import relay_stream
@@ -212,7 +213,7 @@ class Forwarder:
             if watch is not None:
                 watch.disarm()
 
-    async def _relay_whole(self, ctx: RequestContext, target: Target, resp: UpstreamResponse, timeout: float) -> Exit:
+    async def _relay_whole(self, ctx: RequestContext, target: Target, resp: Response, timeout: float) -> Exit:
         limit = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
         try:
             body = await resp.read(timeout=timeout, limit=limit)
@@ -236,7 +237,7 @@ class Forwarder:
         await ctx.out.whole(resp.status, headers, body)
         return Exit(ExitKind.COMPLETED, None, ctx.usage)
 
-    async def _relay_error(self, ctx: RequestContext, target: Target, resp: UpstreamResponse,
+    async def _relay_error(self, ctx: RequestContext, target: Target, resp: Response,
                            timeout: float) -> Exit:
         """The backend refused the work itself: nothing was generated; the client gets the
         gateway's envelope for it (backend_errors.py)."""

@@ -37,6 +37,7 @@ from ..errors import Reason, Refusal
 from . import routing
 from .affinity import AffinityTable
 from .pool_status import PoolStatus, TargetStatus
+from .response_head import Transport
 
 log = logging.getLogger("tokenward.upstream")
 
@@ -51,7 +52,7 @@ class Replica:
                  "turn", "failures", "probe_failures", "ejected_until", "ejected_at", "ejections",
                  "readmitted_at", "probe_ok", "probe_detail", "probed_at", "sent", "failed_total", "last_failure")
 
-    def __init__(self, label: str, url: str, transport: Any, weight: int = 1, max_requests: int | None = None,
+    def __init__(self, label: str, url: str, transport: Transport, weight: int = 1, max_requests: int | None = None,
                  max_tokens: int | None = None) -> None:
         self.label = label            # host:port, as the config writes it (metrics, decision records)
         self.url = url

@@ -4,6 +4,13 @@ lookups (a header's value, whether the whole body has arrived)."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
+
+class ExtraResponseBytes(Exception):
+    """Raised from a parser callback (upstream/_conn.py) to stop at bytes following a
+    complete response: defined here, since mypyc compiles that module (tokenward/compiled.py)."""
+
 
 class UpstreamError(Exception):
     def __init__(self, detail: str = "upstream error") -> None:
@@ -53,3 +60,33 @@ class ResponseHead:
             if key == name:
                 return value
         return None
+
+
+class Response(Protocol):
+    """A backend's response as the forwarder reads it, whichever transport brought it
+    (``UpstreamResponse``, ``MemoryResponse``, a bench's stub): what the forward step, the
+    stream relay and the health probe call, and nothing else."""
+
+    status: int
+
+    def header(self, name: bytes) -> bytes | None: ...
+
+    async def read(self, timeout: float | None = None, limit: int | None = None) -> bytes: ...
+
+    async def next_chunk(self, timeout: float | None = None) -> bytes | None: ...
+
+    def abort(self) -> None: ...
+
+
+class Transport(Protocol):
+    """How a target's requests reach its backend: ``UpstreamPool`` (HTTP/1.1 over TCP), or
+    a transport the assembly was given (``MemoryTransport``). Typed by what it does, not by
+    class: a module mypyc compiles checks a class-typed attribute at run time."""
+
+    async def request(self, method: str, path: str, headers: list[tuple[bytes, bytes]], body: bytes,
+                      *, timeout: float | None = None) -> Response: ...
+
+    @property
+    def stats(self) -> dict[str, int]: ...
+
+    async def aclose(self) -> None: ...

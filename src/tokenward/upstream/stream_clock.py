@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 
 from ..errors import Reason
-from ._conn import UpstreamResponse
+from .response_head import Response
 
 
 class OpenStream:
@@ -22,7 +22,7 @@ class OpenStream:
 
     __slots__ = ("resp", "waiting_since", "deadline", "expired")
 
-    def __init__(self, resp: UpstreamResponse, now: float, deadline: float) -> None:
+    def __init__(self, resp: Response, now: float, deadline: float) -> None:
         self.resp = resp
         self.waiting_since: float | None = None
         self.deadline = deadline
@@ -39,7 +39,7 @@ class StreamClock:
         self._open: set[OpenStream] = set()
         self._timer: asyncio.TimerHandle | None = None
 
-    def open(self, resp: UpstreamResponse) -> OpenStream:
+    def open(self, resp: Response) -> OpenStream:
         now = self.now()
         stream = OpenStream(resp, now, now + self.max_duration_s)
         self._open.add(stream)

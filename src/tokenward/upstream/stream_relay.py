@@ -31,7 +31,8 @@ from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
-from .client import UpstreamError, UpstreamResponse
+from .client import UpstreamError
+from .response_head import Response
 from ..wire.sse import SseEvent, SseSplitter
 from ..wire.codec import json_encode as _encode
 
@@ -83,7 +84,7 @@ _TOO_LARGE = "the backend's stream is larger than this request allows"
 _MALFORMED = "the backend sent an event that is not well-formed server-sent events with JSON data"
 
 
-async def relay_stream(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, resp: UpstreamResponse) -> Exit:
+async def relay_stream(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, resp: Response) -> Exit:
     target = call.target
     account = StreamUsage(target.output_counter)
     splitter = SseSplitter()

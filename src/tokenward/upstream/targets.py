@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import ssl
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from ..config.pools import pool_targets, target_label, url_problem
 from ..config.schema import Config, UpstreamConfig
@@ -20,6 +20,7 @@ from ..observe.metrics import GatewayMetrics
 from .client import UpstreamPool
 from .pool import BackendPool, Replica
 from .pool_status import PoolStatus
+from .response_head import Transport
 from .salt import CacheSalt, salt_for
 
 if TYPE_CHECKING:
@@ -138,7 +139,7 @@ def _check_header_name(name: str, up: UpstreamConfig) -> None:
 
 class TargetTable:
     def __init__(self, config: Config, resolved_urls: dict[str, str], counters: dict[str, Counter] | None = None,
-                 metrics: GatewayMetrics | None = None, transports: Mapping[str, Any] | None = None) -> None:
+                 metrics: GatewayMetrics | None = None, transports: Mapping[str, Transport] | None = None) -> None:
         """``transports``: an upstream's transport when it is not HTTP over TCP (a test's
         in-process backend, upstream/memory.py), by upstream name: a pool of one."""
         # check-config builds the table to check it, with metrics of its own that no one reads
@@ -179,7 +180,7 @@ class TargetTable:
             await pool.aclose()
 
 
-def _backend_pool(name: str, up: UpstreamConfig, resolved: str | None, transport: Any) -> BackendPool:
+def _backend_pool(name: str, up: UpstreamConfig, resolved: str | None, transport: Transport | None) -> BackendPool:
     """An upstream's pool: a transport each target (``transport``: the one given for a pool
     of one), labelled by its host:port."""
     targets = pool_targets(up, resolved)
