@@ -187,24 +187,27 @@ class Forwarder:
                         continue
                     add_ns(target.answered[call.stream], perf_counter_ns() - sent)
                     status = ctx.upstream_status = resp.status
-                    try:
+                    other = None   # a 5xx handed on to another target (no continue inside a
+                    try:           # try/finally: mypyc does not compile one)
                         if status < 500:
                             if replica.failures or replica.ejections:
                                 backends.succeeded(replica)
-                        elif (other := after_status(ctx, backends, tried, tokens, status)) is not None:
-                            replica = other
-                            continue
-                        if status >= 400:
-                            return await self._relay_error(ctx, target, resp, timeout)
-                        if call.stream and status == 200:
-                            exit = await relay_stream(self, ctx, call, resp)
                         else:
-                            exit = await self._relay_whole(ctx, target, resp, timeout)
-                        if exit.reason in TARGET_FAULTS:
-                            backends.failed(replica, exit.reason or "")
-                        return exit
+                            other = after_status(ctx, backends, tried, tokens, status)
+                        if other is None:
+                            if status >= 400:
+                                return await self._relay_error(ctx, target, resp, timeout)
+                            if call.stream and status == 200:
+                                exit = await relay_stream(self, ctx, call, resp)
+                            else:
+                                exit = await self._relay_whole(ctx, target, resp, timeout)
+                            if exit.reason in TARGET_FAULTS:
+                                backends.failed(replica, exit.reason or "")
+                            return exit
                     finally:
                         resp.abort()  # no-op when the body was read to the end
+                    if other is not None:
+                        replica = other
             finally:
                 backends.release(tried[-1], tokens, taken, perf_counter_ns() if taken else 0)
                 if backends.several:
