@@ -201,7 +201,7 @@ class DialectStage(BaseStage):
             doc = None
             if native:
                 doc = dialect_parse.document(parsed)
-                refusal = _normalize(doc, ctx)
+                refusal = None if _ascii_strings(ctx.body) else _normalize(doc, ctx)
                 if refusal is not None:
                     return refusal
             chat = dialect_parse.chat_request(parsed, native)
@@ -224,6 +224,13 @@ class DialectStage(BaseStage):
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
                           if target is not None else answer)
         return None
+
+
+def _ascii_strings(body: bytes) -> bool:
+    """Every string the JSON ``body`` holds is ASCII: its bytes are, and no ``\\u`` escape
+    stands for another character (a ``\\\\u`` makes this say no, and the texts are read).
+    Normalization leaves an ASCII text as it is, so there is nothing to normalize."""
+    return body.isascii() and b"\\u" not in body
 
 
 def _normalize(doc: Document, ctx: RequestContext) -> Refusal | None:
