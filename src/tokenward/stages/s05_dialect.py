@@ -29,7 +29,8 @@ dialect's envelope is set up before the edge, by s01_dialect_exit.py), right aft
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 import msgspec
 from msgspec import UNSET
@@ -74,6 +75,7 @@ DIALECTS = {"/v1/responses": "responses", "/v1/messages": "messages", COUNT_TOKE
 # the backend's path when the upstream serves the dialect itself
 NATIVE_PATHS = {"responses": "/responses", "messages": "/messages"}
 NO_STORE = (b"cache-control", b"no-store")
+_NO_NAMES: Mapping[str, str] = MappingProxyType({})   # the entitled names of a route with no namespace member
 
 
 class DialectRoute:
@@ -103,7 +105,7 @@ class DialectRoute:
         self.forwarded_native = False
         # chat name -> the name the plan entitles it by, for a namespace's members
         self.entitled = ({tool.chat_name: tool.entitled for tool in parsed.flat if tool.namespace is not None}
-                         if isinstance(parsed, responses_schema.Parsed) else {})
+                         if isinstance(parsed, responses_schema.Parsed) and parsed.flat else _NO_NAMES)
 
     @property
     def stateful(self) -> bool:
