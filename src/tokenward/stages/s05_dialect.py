@@ -282,9 +282,10 @@ class DialectAnswer:
     passed through, its usage read from the dialect's own fields (dialects/native.py) and
     clamped to the request's bounds as a chat backend's is (upstream/usage_report.py).
 
-    A delta event (text, tool input, thinking) is kept as its bytes and read only if the
-    stream ends without the upstream's final count (then its text is counted): most
-    streams end with it, and their deltas are never decoded here."""
+    Each event's data is read for its type, usage and sequence number only (``native.Event``:
+    the decoder skips the rest). A delta event (text, tool input, thinking) is kept as its
+    bytes and its text read only if the stream ends without the upstream's final count (then
+    its text is counted): most streams end with it, and their texts are never decoded here."""
 
     __slots__ = ("ctx", "route", "translated", "target", "counter", "_usage", "_seq", "_deltas")
 
@@ -348,18 +349,16 @@ class DialectAnswer:
             data = event.data
             if not data or data[:1] != b"{":
                 continue
-            if native.is_delta(data):
-                deltas.append(data)     # read only if the stream ends without its final count
+            read = native.read_event(data)
+            if read is None:
                 continue
-            try:
-                decoded = msgspec.json.decode(data)
-            except msgspec.DecodeError:
+            if native.is_delta(read):
+                deltas.append(data)     # its text read only if the stream ends without its final count
                 continue
-            if isinstance(decoded, dict):
-                self._usage.feed(decoded)
-                seq = decoded.get("sequence_number")
-                if isinstance(seq, int):
-                    self._seq = seq + 1
+            self._usage.feed(read)
+            seq = read.sequence_number
+            if isinstance(seq, int):
+                self._seq = seq + 1
         return events
 
     def finish(self) -> list[SseEvent]:
