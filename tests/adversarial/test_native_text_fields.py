@@ -175,3 +175,30 @@ async def test_the_control_text_goes_as_the_client_wrote_it_and_nothing_else_doe
                                                     "surprise": {"text": INJECTION}})
         assert (refused.status_code, refused.headers["x-tokenward-reason"]) == (400, "unknown_field")
         assert stack.backend.requests == 1
+
+
+async def test_a_native_text_is_normalized_whether_its_character_comes_as_utf8_or_as_an_escape(tmp_path):
+    """What is screened is what is sent: a hidden character is stripped and a compatibility
+    form folded (NFKC) in a native body's text, whether the body holds the character as UTF-8
+    or as a ``\\u`` escape (an ASCII body); an ASCII body without one goes as the client wrote it."""
+    odd = "Go\u200b on, \uff21"      # a zero-width space, a fullwidth A
+    async with hostile_stack(tmp_path) as stack:
+        backend = stack.backend
+        for ensure_ascii in (True, False):
+            for path, body, read in (
+                    ("/v1/messages", {"model": MODEL, "max_tokens": 16, "messages": [{"role": "user", "content": odd}]},
+                     lambda sent: sent["messages"][0]["content"]),
+                    ("/v1/responses", {"model": MODEL, "max_output_tokens": 16, "input": odd, "instructions": odd},
+                     lambda sent: (sent["input"], sent["instructions"]))):
+                raw = json.dumps(body, ensure_ascii=ensure_ascii).encode()
+                assert raw.isascii() is ensure_ascii
+                before = backend.requests
+                answered = await stack.post(path, raw)
+                assert answered.status_code == 200, answered.text
+                assert backend.requests == before + 1
+                got = read(backend.last())
+                assert got in ("Go on, A", ("Go on, A", "Go on, A")), (ensure_ascii, path, got)
+        path, body = _m([{"role": "user", "content": "C:\\users\\u200b stays"}])
+        answered = await stack.post(path, body)
+        assert answered.status_code == 200
+        assert backend.last()["messages"][0]["content"] == "C:\\users\\u200b stays"

@@ -176,3 +176,34 @@ def test_the_control_with_client_tools_and_thinking_is_translated():
             "budget_tokens": 2048}, "tools": [{"type": "custom", "name": "f", "input_schema": {"type": "object"}}]}
     assert unsupported(parse(json.dumps(body).encode())) == []
     assert translate(body)["tools"][0]["function"]["name"] == "f"
+
+
+USER_TURN = {"role": "user", "content": "hi"}
+
+
+@pytest.mark.parametrize("body, param, says", [
+    ({**BASE, "messages": [USER_TURN], "fallbacks": [{"model": "other"}]}, "fallbacks", "not accepted"),
+    ({**BASE, "messages": [USER_TURN], "billing_policy": "x"}, "billing_policy", "not accepted"),
+    ({**BASE, "messages": [USER_TURN, {"role": "assistant", "content": ""}]}, "messages[1].content",
+     "Missing required parameter"),
+    ({**BASE, "messages": [{"role": "user", "content": "hi", "clear_at": "never"}]}, "messages[0].clear_at",
+     "only a system message"),
+    ({**BASE, "messages": [{"role": "system", "content": [{"type": "image", "source": {
+        "type": "url", "url": "https://e.com/a.png"}}]}, USER_TURN]}, "messages[0].content[0]", "holds text blocks"),
+    ({**BASE, "messages": [{"role": "user", "content": [{"type": "text", "text": "a"}, {
+        "type": "container_upload", "file_id": "file_1"}]}]}, "messages[0].content[1]", "not accepted"),
+    ({**BASE, "messages": [{"role": "user", "content": [{"type": "image", "source": {
+        "type": "file", "file_id": "file_1"}}]}]}, "messages[0].content[0].source.file_id", "not accepted"),
+])
+def test_a_field_or_block_the_gateway_cannot_honour_is_refused_by_its_place(body, param, says):
+    refusal = refused(body)
+    assert (refusal.reason.name, refusal.param) == ("invalid_field", param)
+    assert says in refusal.message
+
+
+def test_fields_that_mean_nothing_to_a_backend_are_dropped_and_a_system_turn_may_be_empty():
+    parsed = parse(json.dumps({**BASE, "messages": [{"role": "system", "content": "", "clear_at": "never"}, USER_TURN],
+                               "diagnostics": {"previous_message_id": "msg_1"}, "workspace_id": "w"}).encode())
+    req = parsed.request
+    assert req.diagnostics is msgspec.UNSET and req.workspace_id is msgspec.UNSET
+    assert parse(json.dumps({**BASE, "messages": [USER_TURN]}).encode()).request.messages[0].content == "hi"

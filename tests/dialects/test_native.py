@@ -29,19 +29,26 @@ def rewrite(stream: bytes, change) -> bytes:
     return b"".join(out)
 
 
+def _read(data: dict) -> native.Event:
+    """An event's data as the native stream reader reads it."""
+    event = native.read_event(json.dumps(data).encode())
+    assert event is not None
+    return event
+
+
 def test_usage_from_native_streams():
     for dialect, stream in (("responses", responses_sse(CHUNKS)), ("messages", messages_sse(CHUNKS))):
         usage = native.StreamUsage(dialect)
         for _, data in events(stream):
-            usage.feed(data)
+            usage.feed(_read(data))
         assert usage.counts == (12, 30), dialect
 
 
 def test_anthropic_usage_adds_the_cached_prompt_and_takes_message_delta_last():
     usage = native.StreamUsage("messages")
-    usage.feed({"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1,
-                                                               "cache_read_input_tokens": 100}}})
-    usage.feed({"type": "message_delta", "usage": {"output_tokens": 40, "input_tokens": None}})
+    usage.feed(_read({"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1,
+                                                                     "cache_read_input_tokens": 100}}}))
+    usage.feed(_read({"type": "message_delta", "usage": {"output_tokens": 40, "input_tokens": None}}))
     assert usage.counts == (105, 40)
     assert native.answer_usage("messages", json.dumps({"usage": {"input_tokens": 3, "output_tokens": 2,
                                                                  "cache_creation_input_tokens": 7}}).encode()) == (10, 2)
@@ -69,3 +76,41 @@ def test_a_rewrite_of_deltas_and_whole_texts_reaches_the_sdks():
     message = anthropic_final(rewrite(messages_sse(CHUNKS), change))
     assert message.content[0].text == "Mail ANN@example.org"
     assert message.content[1].input == {"to": "ANN@example.org"}
+
+
+def _delta(data: dict) -> bool:
+    return native.is_delta(_read(data))
+
+
+def test_a_delta_that_reports_no_usage_is_told_apart_and_every_other_event_is_read():
+    """``is_delta``: the events kept as bytes, their text unread unless the stream ends
+    without its count; an event reporting usage, or of another kind, is read (escapes too)."""
+    for kind in ("response.output_text.delta", "response.function_call_arguments.delta",
+                 "response.reasoning_text.delta", "response.reasoning_summary_text.delta", "response.refusal.delta",
+                 "response.custom_tool_call_input.delta"):
+        assert _delta({"type": kind, "output_index": 0, "delta": "x"}), kind
+    text = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}
+    assert _delta(text) and _delta({**text, "usage": None})
+    assert not _delta({**text, "usage": {"output_tokens": 3}})
+    escaped = b'{"type": "message_delta", "delta": {}, "us\\u0061ge": {"output_tokens": 3}}'
+    event = native.read_event(escaped)
+    assert event is not None and event.usage == {"output_tokens": 3} and not native.is_delta(event)
+    for other in ({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+                  {"type": "content_block_stop", "index": 0}, {"type": "response.completed", "response": {}},
+                  {"type": "response.output_text.done", "text": "x"}, {"type": ["content_block_delta"]},
+                  {"type": {"a": 1}}):
+        assert not _delta(other), other
+    assert native.read_event(b"[1, 2]") is None and native.read_event(b"{nope") is None
+
+
+def test_stream_usage_reads_each_dialects_counts_from_the_events():
+    usage = native.StreamUsage("messages")
+    for data in ({"type": "message_start", "message": {"usage": {"input_tokens": 20, "output_tokens": 1}}},
+                 {"type": "message_delta", "usage": {"output_tokens": 7}}):
+        usage.feed(_read(data))
+    assert (usage.counts, usage.final) == ((20, 7), True)
+    usage = native.StreamUsage("responses")
+    usage.feed(_read({"type": "response.created", "response": {"usage": None}}))
+    assert (usage.counts, usage.final) == (None, False)
+    usage.feed(_read({"type": "response.completed", "response": {"usage": {"input_tokens": 12, "output_tokens": 4}}}))
+    assert (usage.counts, usage.final) == ((12, 4), True)

@@ -181,3 +181,29 @@ def test_the_stateless_control_is_translated():
             "tools": [{"type": "function", "name": "f"}]}
     assert unsupported(parse(json.dumps(body).encode())) == []
     assert translate(body)["messages"] == [{"role": "user", "content": "x"}]
+
+
+def test_an_earlier_answers_logprobs_and_the_openai_only_settings_are_dropped_by_the_parse():
+    said = {"type": "message", "role": "assistant", "content": [
+        {"type": "output_text", "text": "ok", "annotations": [], "logprobs": [{"token": "ok", "logprob": -0.1}]}]}
+    parsed = parse(json.dumps({"model": "m", "input": [{"role": "user", "content": "hi"}, said, {
+        "role": "user", "content": "more"}], "moderation": {"model": "x"}, "access_programs": ["p"]}).encode())
+    assert parsed.items[1].content[0].logprobs is msgspec.UNSET
+    assert parsed.request.moderation is msgspec.UNSET and parsed.request.access_programs is msgspec.UNSET
+
+
+@pytest.mark.parametrize("tools, added", [
+    ([{"type": "function", "name": "ops__search"}, {"type": "namespace", "name": "ops", "description": "",
+                                                    "tools": [{"type": "function", "name": "search"}]}], None),
+    ([{"type": "function", "name": "ops__search"}], [{"type": "namespace", "name": "ops", "description": "",
+                                                      "tools": [{"type": "function", "name": "search"}]}]),
+])
+def test_two_tools_a_chat_backend_would_see_under_one_name_are_refused(tools, added):
+    items: list = [{"role": "user", "content": "hi"}]
+    if added is not None:
+        items.insert(0, {"type": "additional_tools", "role": "developer", "tools": added})
+    refusal = refused({"model": "m", "input": items, "tools": tools})
+    assert (refusal.reason.name, refusal.param) == ("invalid_field", "tools")
+    assert "ops__search" in refusal.message
+    assert parse(json.dumps({"model": "m", "input": items[-1:], "tools": tools[:1]}).encode()).flat[0].chat_name \
+        == "ops__search"

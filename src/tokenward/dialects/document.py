@@ -63,23 +63,38 @@ class ReplacingPiece(Piece):
 
 
 class Document:
-    """What a natively forwarded dialect request carries (module docstring)."""
+    """What a natively forwarded dialect request carries (module docstring).
 
-    __slots__ = ("units", "outside", "opaque_bytes", "stateful", "dropped", "attachments")
+    A plain string is noted as (holder, key, text, kind) and made a ``TextUnit`` only when
+    ``units`` is first read (screening, or normalizing a text that is not ASCII): most
+    requests go with no stage reading them one by one, and a unit and its piece per text
+    were most of what the walk cost. The walk is done before ``units`` is read."""
+
+    __slots__ = ("found", "outside", "opaque_bytes", "stateful", "dropped", "attachments", "_units")
 
     def __init__(self) -> None:
-        self.units: list[TextUnit] = []
+        self.found: list[TextUnit | tuple[Any, Any, str, str]] = []   # in document order
         self.outside: list[str] = []
         self.opaque_bytes = 0
         self.stateful = False
         self.dropped: set[int] = set()     # ids of signed blocks left out of the render
         self.attachments: list[Any] = []   # factories of the pieces for extracted file texts
+        self._units: list[TextUnit] | None = None
+
+    @property
+    def units(self) -> list[TextUnit]:
+        """Every text the rendered body carries, in document order (made once)."""
+        units = self._units
+        if units is None:
+            units = self._units = [TextUnit([Piece(*found[:3])], found[3]) if isinstance(found, tuple) else found
+                                   for found in self.found]
+        return units
 
     # -- adding what a walk finds ---------------------------------------------------------
     def text(self, holder: Any, key: Any, text: Any, kind: str = PROMPT, outside: bool = False) -> None:
         if type(text) is not str or not text:
             return
-        self.units.append(TextUnit([Piece(holder, key, text)], kind))
+        self.found.append((holder, key, text, kind))
         if outside:
             self.outside.append(text)
 
@@ -87,7 +102,7 @@ class Document:
         if not pieces:
             return
         unit = TextUnit(pieces, kind)
-        self.units.append(unit)
+        self.found.append(unit)
         if outside:
             self.outside.append(unit.text)
 
@@ -96,7 +111,7 @@ class Document:
         if not isinstance(raw, Raw):
             return
         unit = TextUnit.json_raw(holder, key, raw, kind)
-        self.units.append(unit)
+        self.found.append(unit)
         if outside:
             self.outside.append(unit.text)
 
@@ -109,7 +124,7 @@ class Document:
 
     def signed(self, holder: Any, key: str, text: str) -> None:
         if text:
-            self.units.append(TextUnit([SignedPiece(holder, key, text, self.dropped)]))
+            self.found.append(TextUnit([SignedPiece(holder, key, text, self.dropped)]))
             self.outside.append(text)
 
     def opaque(self, value: Any) -> None:

@@ -21,6 +21,7 @@ told apart by ``type``; ``tools`` is decoded element by element (a client tool m
 
 from __future__ import annotations
 
+import operator
 from typing import Annotated, Any, Literal, Union
 
 import msgspec
@@ -232,6 +233,7 @@ TOP_RULES: dict[str, tuple[str, str]] = {
     "user_profile_id": ("drop", "an Anthropic account's profile means nothing to the gateway's backends"),
     "workspace_id": ("drop", "an Anthropic workspace means nothing to the gateway's backends"),
 }
+_TOP_VALUES = operator.attrgetter(*TOP_RULES)    # the request's values of those fields, as a tuple
 BLOCK_RULES: dict[str, str] = {
     "container_upload": "a container_upload names a file kept at Anthropic, which the gateway cannot read or screen",
     "tool_addition": "tools added inside messages cannot be entitled by the plan; send them in `tools`",
@@ -291,30 +293,51 @@ def parse(body: bytes, *, count_tokens: bool = False) -> Parsed:
 
 def _apply_rules(req: Union[MessagesRequest, CountTokensRequest]) -> None:
     if isinstance(req, MessagesRequest):
-        values = msgspec.structs.asdict(req)
-        for field, (rule, why) in TOP_RULES.items():
-            if values[field] is UNSET or values[field] is None:
-                continue
-            if rule == "refuse":
-                raise refused(field, why)
-            setattr(req, field, UNSET)
+        values = _TOP_VALUES(req)
+        # most requests set none of these: one pass in C says so
+        if values.count(UNSET) + values.count(None) != len(values):
+            _top_rules(req)
     for i, message in enumerate(req.messages):
-        if message.content == "" and message.role != "system":
-            raise Refusal(Reason.invalid_field, f"Missing required parameter: messages[{i}].content",
-                          param=f"messages[{i}].content")
-        if message.role != "system" and (message.clear_at is not UNSET or message.output_config is not UNSET):
-            name = "clear_at" if message.clear_at is not UNSET else "output_config"
-            raise Refusal(Reason.invalid_field, f"Invalid value at messages[{i}].{name}: only a system message "
-                          "takes it", param=f"messages[{i}].{name}")
-        for j, block in enumerate(message.content if isinstance(message.content, list) else ()):
+        content = message.content
+        if message.role != "system":
+            if content == "" or message.clear_at is not UNSET or message.output_config is not UNSET:
+                raise _not_as_sent(i, message)
+            if isinstance(content, list):
+                _block_rules(i, content, False)
+        elif isinstance(content, list):
+            _block_rules(i, content, True)
+
+
+def _not_as_sent(i: int, message: Message) -> Refusal:
+    """A user or assistant message with no content, or with what only a system message takes."""
+    if message.content == "":
+        return Refusal(Reason.invalid_field, f"Missing required parameter: messages[{i}].content",
+                       param=f"messages[{i}].content")
+    name = "clear_at" if message.clear_at is not UNSET else "output_config"
+    return Refusal(Reason.invalid_field, f"Invalid value at messages[{i}].{name}: only a system message takes it",
+                   param=f"messages[{i}].{name}")
+
+
+def _top_rules(req: MessagesRequest) -> None:
+    for field, (rule, why) in TOP_RULES.items():
+        value = getattr(req, field)
+        if value is UNSET or value is None:
+            continue
+        if rule == "refuse":
+            raise refused(field, why)
+        setattr(req, field, UNSET)
+
+
+def _block_rules(i: int, blocks: list[Any], system: bool) -> None:
+    for j, block in enumerate(blocks):
+        if isinstance(block, (ContainerUpload, ToolAddition, ToolRemoval)):
+            raise refused(f"messages[{i}].content[{j}]", BLOCK_RULES[block_type(block)])
+        if isinstance(block, (ImageBlock, DocumentBlock)) and isinstance(block.source, FileSource):
+            raise refused(f"messages[{i}].content[{j}].source.file_id", BLOCK_RULES["file"])
+        if system and not isinstance(block, TextBlock):
             where = f"messages[{i}].content[{j}]"
-            if isinstance(block, (ContainerUpload, ToolAddition, ToolRemoval)):
-                raise refused(where, BLOCK_RULES[block_type(block)])
-            if isinstance(block, (ImageBlock, DocumentBlock)) and isinstance(block.source, FileSource):
-                raise refused(f"{where}.source.file_id", BLOCK_RULES["file"])
-            if message.role == "system" and not isinstance(block, TextBlock):
-                raise Refusal(Reason.invalid_field, f"Invalid value at {where}: a system message holds text blocks",
-                              param=where)
+            raise Refusal(Reason.invalid_field, f"Invalid value at {where}: a system message holds text blocks",
+                          param=where)
 
 
 def block_type(block: Any) -> str:

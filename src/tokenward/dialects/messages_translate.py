@@ -174,7 +174,10 @@ def _messages(req: Any, marks: dict[int, str] | None = None) -> list[dict[str, A
         if message.role == "system":
             system.extend(_system_parts(message, i, marks))
         elif isinstance(message.content, str):
-            out.append(_mark(marks, {"role": message.role, "content": message.content}, f"messages[{i}]"))
+            turn = {"role": message.role, "content": message.content}
+            if marks is not None:       # (most chat views are built with none: no place written)
+                marks[id(turn)] = f"messages[{i}]"
+            out.append(turn)
         elif message.role == "user":
             out.extend(_user(message, i, marks))
         else:

@@ -57,8 +57,32 @@ def answer_usage(dialect: str, body: bytes) -> Counts | None:
     return (responses_usage if dialect == "responses" else messages_usage)(answer.get("usage"))
 
 
+class Event(msgspec.Struct):
+    """What the gateway reads of a native stream's event (its data decoded with the rest
+    skipped, escapes and all): its type, the usage it reports (at the top, in
+    ``message_start``'s message, in a closing ``response``), its sequence number. A delta's
+    own text is not decoded here (``DELTA_KINDS``)."""
+
+    type: Any = None
+    usage: Any = None
+    message: Any = None
+    response: Any = None
+    sequence_number: Any = None
+
+
+_read_event = msgspec.json.Decoder(Event).decode
+
+
+def read_event(data: bytes) -> Event | None:
+    """An event's data as an ``Event``; None when it is not a JSON object."""
+    try:
+        return _read_event(data)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
 class StreamUsage:
-    """Usage read from a native stream's events (``feed`` each event's decoded data)."""
+    """Usage read from a native stream's events (``feed`` each ``Event``)."""
 
     def __init__(self, dialect: str) -> None:
         self.dialect = dialect
@@ -67,22 +91,22 @@ class StreamUsage:
         # ``message_delta`` with output tokens): until then what was reported is a floor
         self.final = False
 
-    def feed(self, data: dict[str, Any]) -> None:
-        kind = data.get("type")
+    def feed(self, event: Event) -> None:
+        kind = event.type
         if self.dialect == "responses":
             if kind in ("response.completed", "response.incomplete", "response.failed"):
-                response = data.get("response")
+                response = event.response
                 if isinstance(response, dict) and isinstance(response.get("usage"), dict):
                     self._usage = response["usage"]
                     self.final = True
-        elif kind == "message_start" and isinstance(data.get("message"), dict):
-            usage = data["message"].get("usage")
+        elif kind == "message_start" and isinstance(event.message, dict):
+            usage = event.message.get("usage")
             if isinstance(usage, dict):
                 self._usage = dict(usage)
-        elif kind == "message_delta" and isinstance(data.get("usage"), dict):
+        elif kind == "message_delta" and isinstance(event.usage, dict):
             # message_delta's counts are cumulative: they replace message_start's
-            self._usage.update({k: v for k, v in data["usage"].items() if v is not None})
-            self.final = _int(data["usage"].get("output_tokens")) is not None
+            self._usage.update({k: v for k, v in event.usage.items() if v is not None})
+            self.final = _int(event.usage.get("output_tokens")) is not None
 
     @property
     def counts(self) -> Counts | None:
@@ -102,21 +126,15 @@ _MESSAGES_DELTAS = {"text_delta": ("text", False), "input_json_delta": ("partial
                     "thinking_delta": ("thinking", False)}
 
 
-_DELTA_MARKS = (b'"response.output_text.delta"', b'"response.function_call_arguments.delta"',
-                b'"content_block_delta"', b'"response.reasoning_text.delta"', b'"response.reasoning_summary_text.delta"',
-                b'"response.refusal.delta"', b'"response.custom_tool_call_input.delta"')
+# the events whose data carries a piece of generated text
+DELTA_KINDS = frozenset([*_RESPONSES_DELTAS, "content_block_delta"])
 
 
-def is_delta(data: bytes) -> bool:
-    """Whether an event's data is a delta that carries no usage: its text need not be read
-    unless the stream ends without the upstream's final count (a cheap look at the bytes;
-    an event that names ``usage`` anywhere is always read)."""
-    if b'"usage"' in data:
-        return False
-    for mark in _DELTA_MARKS:
-        if mark in data:
-            return True
-    return False
+def is_delta(event: Event) -> bool:
+    """Whether an event is a delta that reports no usage: nothing in it for ``StreamUsage``,
+    and its text need not be read unless the stream ends without the upstream's final count."""
+    kind = event.type
+    return event.usage is None and type(kind) is str and kind in DELTA_KINDS
 
 
 def text_delta(data: dict[str, Any]) -> tuple[tuple[Any, ...], str, bool] | None:

@@ -154,13 +154,14 @@ def _output(item: Any, doc: Document) -> None:
 
 def _settings(parsed: Parsed, doc: Document) -> None:
     req = parsed.request
-    for values in (req.metadata, req.client_metadata):
-        if isinstance(values, dict):
-            for key, value in values.items():
-                doc.text(values, key, value, METADATA, outside=True)
-    for name, identifier in (("user", req.user), ("safety_identifier", req.safety_identifier),
-                             ("prompt_cache_key", req.prompt_cache_key)):
-        if type(identifier) is str:     # most requests carry none of them
+    if req.metadata or req.client_metadata:     # (UNSET and None are false too)
+        for values in (req.metadata, req.client_metadata):
+            if isinstance(values, dict):
+                for key, value in values.items():
+                    doc.text(values, key, value, METADATA, outside=True)
+    if req.user or req.safety_identifier or req.prompt_cache_key:     # most requests carry none of them
+        for name, identifier in (("user", req.user), ("safety_identifier", req.safety_identifier),
+                                 ("prompt_cache_key", req.prompt_cache_key)):
             doc.text(req, name, identifier, METADATA, outside=True)
     text = req.text
     if text not in (UNSET, None) and isinstance(text.format, TextFormatJsonSchema):

@@ -319,13 +319,22 @@ def parse(body: bytes) -> Parsed:
     items: list[InputItem] = []
     every: list[Union[InputItem, Raw]] = []
     server_items: list[tuple[int, str]] = []
+    more_tools: list[tuple[int, AdditionalToolsItem]] = []
     for i, raw in enumerate(req.input if isinstance(req.input, list) else ()):
         kind = type_of(raw, "message")
         decoder = _ITEMS.get(kind) if isinstance(kind, str) else None
         if decoder is not None:
-            item = decode_sub(raw, decoder, f"input[{i}]")
+            try:
+                item = decoder.decode(raw)
+            except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+                item = decode_sub(raw, decoder, f"input[{i}]")     # raises, naming the item's place
             items.append(item)
             every.append(item)
+            if kind == "message":
+                if isinstance(item.content, list):
+                    _no_logprobs(item.content)
+            elif kind == "additional_tools":
+                more_tools.append((i, item))
         elif isinstance(kind, str) and kind in SERVER_ITEMS:
             server_items.append((i, kind))
             every.append(raw)
@@ -333,15 +342,16 @@ def parse(body: bytes) -> Parsed:
             raise Refusal(Reason.invalid_field, f"Invalid value at input[{i}].type: unsupported item type"
                           f" {str(kind)[:64]!r}", param=f"input[{i}].type")
     tools, builtin, flat = _tools(req.tools or [], "tools")
-    for i, item in enumerate(items):
-        if isinstance(item, AdditionalToolsItem):
-            more, more_builtin, more_flat = _tools(item.tools, f"input[{i}].tools")
-            item.tools = more       # typed, for the render
-            builtin += more_builtin
-            flat += more_flat
-    _no_clash(flat)
-    functions = [t.tool for t in flat if isinstance(t.tool, FunctionTool) and t.namespace is None]
-    _rules(req, items)
+    for i, added in more_tools:
+        more, more_builtin, more_flat = _tools(added.tools, f"input[{i}].tools")
+        added.tools = more       # typed, for the render
+        builtin += more_builtin
+        flat += more_flat
+    if len(flat) > 1:
+        _no_clash(flat)
+    functions = [t.tool for t in flat if isinstance(t.tool, FunctionTool) and t.namespace is None] if flat else []
+    req.moderation = UNSET          # dropped by a rule (TOP_RULES)
+    req.access_programs = UNSET
     parsed = Parsed(request=req, items=items, functions=functions, builtin_tools=builtin, all_items=every,
                     all_tools=tools, server_items=server_items, flat=flat)
     _tool_choice(req, parsed)
@@ -420,11 +430,7 @@ def allowed_names(choice: AllowedToolsChoice) -> set[str]:
     return names
 
 
-def _rules(req: ResponsesRequest, items: list[InputItem]) -> None:
-    req.moderation = UNSET          # dropped by a rule (TOP_RULES)
-    req.access_programs = UNSET
-    for item in items:
-        if isinstance(item, MessageItem) and isinstance(item.content, list):
-            for part in item.content:
-                if isinstance(part, OutputText) and part.logprobs is not UNSET:
-                    part.logprobs = UNSET   # an earlier answer's log probabilities: not input
+def _no_logprobs(content: list[Any]) -> None:
+    for part in content:
+        if isinstance(part, OutputText) and part.logprobs is not UNSET:
+            part.logprobs = UNSET   # an earlier answer's log probabilities: not input

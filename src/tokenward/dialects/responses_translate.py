@@ -261,7 +261,9 @@ def _message(item: MessageItem, i: int, marks: dict[int, str] | None = None) -> 
     else:
         content = [_mark(marks, _part(part, item.role, f"input[{i}].content[{j}]"), f"input[{i}].content[{j}]")
                    for j, part in enumerate(item.content)]
-    message: dict[str, Any] = _mark(marks, {"role": item.role, "content": content}, f"input[{i}]")
+    message: dict[str, Any] = {"role": item.role, "content": content}
+    if marks is not None:       # (most chat views are built with none: no place written)
+        marks[id(message)] = f"input[{i}]"
     if item.role == "assistant":
         message["_open"] = True   # function_call items right after it join its tool_calls
     return message

@@ -29,7 +29,8 @@ dialect's envelope is set up before the edge, by s01_dialect_exit.py), right aft
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 import msgspec
 from msgspec import UNSET
@@ -74,6 +75,7 @@ DIALECTS = {"/v1/responses": "responses", "/v1/messages": "messages", COUNT_TOKE
 # the backend's path when the upstream serves the dialect itself
 NATIVE_PATHS = {"responses": "/responses", "messages": "/messages"}
 NO_STORE = (b"cache-control", b"no-store")
+_NO_NAMES: Mapping[str, str] = MappingProxyType({})   # the entitled names of a route with no namespace member
 
 
 class DialectRoute:
@@ -103,7 +105,7 @@ class DialectRoute:
         self.forwarded_native = False
         # chat name -> the name the plan entitles it by, for a namespace's members
         self.entitled = ({tool.chat_name: tool.entitled for tool in parsed.flat if tool.namespace is not None}
-                         if isinstance(parsed, responses_schema.Parsed) else {})
+                         if isinstance(parsed, responses_schema.Parsed) and parsed.flat else _NO_NAMES)
 
     @property
     def stateful(self) -> bool:
@@ -201,7 +203,7 @@ class DialectStage(BaseStage):
             doc = None
             if native:
                 doc = dialect_parse.document(parsed)
-                refusal = _normalize(doc, ctx)
+                refusal = None if _ascii_strings(ctx.body) else _normalize(doc, ctx)
                 if refusal is not None:
                     return refusal
             chat = dialect_parse.chat_request(parsed, native)
@@ -224,6 +226,13 @@ class DialectStage(BaseStage):
         ctx.add_transform(DialectAnswer(ctx, dialect_route, answer, target, self._counters.get(model))
                           if target is not None else answer)
         return None
+
+
+def _ascii_strings(body: bytes) -> bool:
+    """Every string the JSON ``body`` holds is ASCII: its bytes are, and no ``\\u`` escape
+    stands for another character (a ``\\\\u`` makes this say no, and the texts are read).
+    Normalization leaves an ASCII text as it is, so there is nothing to normalize."""
+    return body.isascii() and b"\\u" not in body
 
 
 def _normalize(doc: Document, ctx: RequestContext) -> Refusal | None:
@@ -273,9 +282,10 @@ class DialectAnswer:
     passed through, its usage read from the dialect's own fields (dialects/native.py) and
     clamped to the request's bounds as a chat backend's is (upstream/usage_report.py).
 
-    A delta event (text, tool input, thinking) is kept as its bytes and read only if the
-    stream ends without the upstream's final count (then its text is counted): most
-    streams end with it, and their deltas are never decoded here."""
+    Each event's data is read for its type, usage and sequence number only (``native.Event``:
+    the decoder skips the rest). A delta event (text, tool input, thinking) is kept as its
+    bytes and its text read only if the stream ends without the upstream's final count (then
+    its text is counted): most streams end with it, and their texts are never decoded here."""
 
     __slots__ = ("ctx", "route", "translated", "target", "counter", "_usage", "_seq", "_deltas")
 
@@ -339,18 +349,16 @@ class DialectAnswer:
             data = event.data
             if not data or data[:1] != b"{":
                 continue
-            if native.is_delta(data):
-                deltas.append(data)     # read only if the stream ends without its final count
+            read = native.read_event(data)
+            if read is None:
                 continue
-            try:
-                decoded = msgspec.json.decode(data)
-            except msgspec.DecodeError:
+            if native.is_delta(read):
+                deltas.append(data)     # its text read only if the stream ends without its final count
                 continue
-            if isinstance(decoded, dict):
-                self._usage.feed(decoded)
-                seq = decoded.get("sequence_number")
-                if isinstance(seq, int):
-                    self._seq = seq + 1
+            self._usage.feed(read)
+            seq = read.sequence_number
+            if isinstance(seq, int):
+                self._seq = seq + 1
         return events
 
     def finish(self) -> list[SseEvent]:
