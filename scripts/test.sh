@@ -15,7 +15,7 @@
 #     (tests/pii/test_outside_set.py checks the committed files against a rebuild)
 #   - llama_server: llama-cpp-python[server], the real inference server of
 #     tests/e2e/test_llama_cpp.py, built once into a cached wheel outside the checkout
-#     (scripts/llama-wheel.sh; about 4-9 minutes on two cores the first time, seconds after)
+#     (scripts/llama-wheel.sh; about 3-5 minutes on two cores the first time, seconds after)
 # Then the checks that gate the tests (the layers, the types) and the tests themselves.
 # Tests start their own private redis-server and PostgreSQL on sockets in temp dirs and
 # listen only on ports the OS picks.
