@@ -11,14 +11,27 @@ and counted, never allowed to grow the process.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Final
 
 from ..validation.schemas import ChatCompletionRequest
 
-# fields of an observation (a plain tuple: cheaper to build than a named one)
-AT, TENANT, KEY, REASON, STATUS, OUTPUT, AT_MAX, MODEL, STREAM, VALIDATED, TOOLS, SOURCE, SCREENING = range(13)
+# fields of an observation (a plain tuple: cheaper to build than a named one); Final: constants
+# where compiled
+AT: Final = 0
+TENANT: Final = 1
+KEY: Final = 2
+REASON: Final = 3
+STATUS: Final = 4
+OUTPUT: Final = 5
+AT_MAX: Final = 6
+MODEL: Final = 7
+STREAM: Final = 8
+VALIDATED: Final = 9
+TOOLS: Final = 10
+SOURCE: Final = 11
+SCREENING: Final = 12
 Observation = tuple[Any, ...]   # its fields at the indices above
-MAX_PROMPTS = 4096
+MAX_PROMPTS: Final = 4096
 
 
 class Observer:

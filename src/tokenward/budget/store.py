@@ -12,7 +12,7 @@ the driver said, so callers handle exactly one exception type.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ..errors import TokenwardError
 from . import policy
@@ -103,9 +103,11 @@ class JobRecord(NamedTuple):
     children: tuple[str, ...]
 
 
-# settle answers
-SETTLED, UNKNOWN, LEASE_LIVE = 1, 0, -1
-ALREADY_RESERVED = Outcome(True, -1, 0, (), ())
+# settle answers (Final: constants in the compiled modules that read them)
+SETTLED: Final = 1
+UNKNOWN: Final = 0
+LEASE_LIVE: Final = -1
+ALREADY_RESERVED: Final = Outcome(True, -1, 0, (), ())
 
 
 class BudgetStore(Protocol):

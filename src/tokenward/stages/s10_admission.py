@@ -20,7 +20,7 @@ record is deleted by the settle that uses it.
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Awaitable
+from typing import Any, Awaitable, Final, TYPE_CHECKING
 
 
 from ..budget import policy
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from ..pipeline.results import Principal, Work
 
 
-_NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
-_UNPRICED = (policy.FREE, None)
+_NO_OUTPUT_ROUTES: Final = frozenset({"/v1/embeddings"})
+_UNPRICED: Final = (policy.FREE, None)
 
 
 def _int(value: object) -> int | None:
