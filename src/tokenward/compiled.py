@@ -43,7 +43,7 @@ MODULES: tuple[str, ...] = (
     "validation/request", "validation/bounds", "validation/messages", "validation/extensions",
     "validation/structured", "validation/bounded", "validation/normalize",
     "tokenize/requests",
-    "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases",
+    "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases", "budget/layout",
     "control/streams", "control/metrics",
     "upstream/forward", "upstream/prepare", "upstream/targets", "upstream/pool", "upstream/routing",
     "upstream/failover", "upstream/usage_report",

@@ -11,9 +11,12 @@ and counted, never allowed to grow the process.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Final
+from typing import TYPE_CHECKING, Any, Callable, Final
 
 from ..validation.schemas import ChatCompletionRequest
+
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
 
 # fields of an observation (a plain tuple: cheaper to build than a named one); Final: constants
 # where compiled
@@ -51,7 +54,8 @@ class Observer:
         self.buffer, self.prompts = [], {}
         return buffer, prompts
 
-    def __call__(self, ctx: Any) -> None:
+    def __call__(self, ctx: RequestContext) -> None:
+        # typed: compiled, each read of ctx is a native slot, not a generic getattr
         principal = ctx.principal
         if principal is None:
             return
