@@ -41,7 +41,7 @@ MODULES: tuple[str, ...] = (
     "stages/s08_validation", "stages/s09_work", "stages/s10_admission",
     "identity/apikeys", "keys/format", "keys/cache",
     "validation/request", "validation/bounds", "validation/messages", "validation/extensions",
-    "validation/structured", "validation/bounded", "validation/normalize",
+    "validation/structured", "validation/bounded", "validation/normalize", "validation/findings",
     "tokenize/requests",
     "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases", "budget/layout",
     "control/streams", "control/metrics",

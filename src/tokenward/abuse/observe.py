@@ -77,8 +77,8 @@ class Observer:
                     prompts[principal.key_id] = request
         output = ctx.usage.completion_tokens if ctx.upstream_status is not None else None
         header = self._header
+        source: bytes | str | None = None   # the header's bytes, or the peer's address (a str)
         if header is not None:
-            source = None
             for name, value in ctx.headers:
                 if name == header:
                     source = value

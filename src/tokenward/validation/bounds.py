@@ -28,7 +28,7 @@ from ..errors import Reason, Refusal
 from .extensions import MAX_STOP_CHARS, check_token_ids, invalid
 from .messages import too_long
 from .normalize import Normalizer
-from .result import Findings
+from .findings import Findings
 from .schemas import CompletionRequest
 
 # An upper bound of tokens per byte of a prompt embedding: assumes 16-bit values and a

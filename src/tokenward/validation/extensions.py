@@ -33,7 +33,7 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from .bounded import decode_free_form, is_null
 from .plan import feature_hint
-from .result import Findings
+from .findings import Findings
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest, VllmCommon, VllmSampling
 from .regex_cost import cheap, why_not_cheap
 from .structured import REGEX_FEATURE, check_schema, check_text_constraint, denied

@@ -35,7 +35,7 @@ from ..errors import Reason, Refusal
 from .bounded import decode_free_form
 from .plan import feature_hint
 from .regex_cost import cheap, why_not_cheap
-from .result import Findings
+from .findings import Findings
 from .schemas import JsonObjectFormat, JsonSchemaFormat, NamedToolChoice
 
 REGEX_FEATURE: Final = "guided_regex"
