@@ -12,7 +12,10 @@ exception, or a class that Python code subclasses (``dialects/exit.py`` subclass
 ``wire/sse.py``'s ``SseEvent``, so that module stays Python); a class whose instances get
 methods set from outside stays Python too (``tokenize/counters.py``). ``upstream/affinity.py``
 is left out: only a pool routed by prefix runs it, and its unit tests hand it a stand-in
-context, which compiled code refuses.
+context, which compiled code refuses. A class the hot path uses from a module that must stay
+Python moves to a module of its own, re-exported where it was (``budget/layout.py``,
+``validation/findings.py``); a module constant read per request is ``Final`` (mypyc reads any
+other module name with a dict lookup per use).
 
 A compiled module is imported in preference to its ``.py``, so editing the source of one
 would change nothing until the next build. ``check`` compares each compiled module's
@@ -41,9 +44,9 @@ MODULES: tuple[str, ...] = (
     "stages/s08_validation", "stages/s09_work", "stages/s10_admission",
     "identity/apikeys", "keys/format", "keys/cache",
     "validation/request", "validation/bounds", "validation/messages", "validation/extensions",
-    "validation/structured", "validation/bounded", "validation/normalize",
+    "validation/structured", "validation/bounded", "validation/normalize", "validation/findings",
     "tokenize/requests",
-    "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases",
+    "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases", "budget/layout",
     "control/streams", "control/metrics",
     "upstream/forward", "upstream/prepare", "upstream/targets", "upstream/pool", "upstream/routing",
     "upstream/failover", "upstream/usage_report",

@@ -3,13 +3,13 @@ pure, apart from the keyed hashes it is given."""
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Final, Iterable
 
 from .observe import AT_MAX, KEY, Observation, MODEL, OUTPUT, REASON, SCREENING, SOURCE, STATUS, STREAM, TENANT, TOOLS, VALIDATED
 from .state import Batch
 
 # Refusals that count toward the "refusals" signal beside every 429: screening's refusals.
-HAMMERING = frozenset({"content_blocked"})
+HAMMERING: Final = frozenset({"content_blocked"})
 
 
 class Acc:

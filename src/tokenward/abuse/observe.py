@@ -11,14 +11,30 @@ and counted, never allowed to grow the process.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Final
 
 from ..validation.schemas import ChatCompletionRequest
 
-# fields of an observation (a plain tuple: cheaper to build than a named one)
-AT, TENANT, KEY, REASON, STATUS, OUTPUT, AT_MAX, MODEL, STREAM, VALIDATED, TOOLS, SOURCE, SCREENING = range(13)
+if TYPE_CHECKING:
+    from ..pipeline.context import RequestContext
+
+# fields of an observation (a plain tuple: cheaper to build than a named one); Final: constants
+# where compiled
+AT: Final = 0
+TENANT: Final = 1
+KEY: Final = 2
+REASON: Final = 3
+STATUS: Final = 4
+OUTPUT: Final = 5
+AT_MAX: Final = 6
+MODEL: Final = 7
+STREAM: Final = 8
+VALIDATED: Final = 9
+TOOLS: Final = 10
+SOURCE: Final = 11
+SCREENING: Final = 12
 Observation = tuple[Any, ...]   # its fields at the indices above
-MAX_PROMPTS = 4096
+MAX_PROMPTS: Final = 4096
 
 
 class Observer:
@@ -38,7 +54,8 @@ class Observer:
         self.buffer, self.prompts = [], {}
         return buffer, prompts
 
-    def __call__(self, ctx: Any) -> None:
+    def __call__(self, ctx: RequestContext) -> None:
+        # typed: compiled, each read of ctx is a native slot, not a generic getattr
         principal = ctx.principal
         if principal is None:
             return
@@ -60,8 +77,8 @@ class Observer:
                     prompts[principal.key_id] = request
         output = ctx.usage.completion_tokens if ctx.upstream_status is not None else None
         header = self._header
+        source: bytes | str | None = None   # the header's bytes, or the peer's address (a str)
         if header is not None:
-            source = None
             for name, value in ctx.headers:
                 if name == header:
                     source = value

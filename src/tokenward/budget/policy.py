@@ -39,17 +39,29 @@ charge in full only if the lease has expired (the reconciler).
 from __future__ import annotations
 
 import datetime as _dt
-from typing import Any, NamedTuple, Sequence, Union, cast
+from typing import Any, Final, NamedTuple, Sequence, Union, cast
 
-SCALE = 60_000  # milliseconds per minute: a per-minute limit refills that many scaled units per ms
+SCALE: Final = 60_000  # milliseconds per minute: a per-minute limit refills that many scaled units per ms
 
-BUCKET, SOFT, GAUGE, SPEND, JOB, ANCESTOR = "B", "P", "G", "S", "J", "A"
-TOKENS, COST, REQUEST, SLOT = "t", "c", "r", "s"
-SETTLE, FULL, VOID, EXPIRED = "s", "f", "z", "x"
+# Final: a compiled module (tokenward/compiled.py) reads each as a constant, not a global per use
+BUCKET: Final = "B"
+SOFT: Final = "P"
+GAUGE: Final = "G"
+SPEND: Final = "S"
+JOB: Final = "J"
+ANCESTOR: Final = "A"
+TOKENS: Final = "t"
+COST: Final = "c"
+REQUEST: Final = "r"
+SLOT: Final = "s"
+SETTLE: Final = "s"
+FULL: Final = "f"
+VOID: Final = "z"
+EXPIRED: Final = "x"
 # Every rate is per minute, so a bucket idle for a minute is full: the same as no value at
 # all. Stores drop buckets idle this long (a minute more for replicas' clocks); lua/sweep.lua
 # holds the same number.
-SWEEP_IDLE_MS = 120_000
+SWEEP_IDLE_MS: Final = 120_000
 
 
 class Check(NamedTuple):
@@ -64,7 +76,9 @@ class Check(NamedTuple):
 
 
 # A job's states (JobValue.state); "expired" is not stored: it is the deadline passing.
-OPEN, EXHAUSTED, CANCELLED = 0, 1, 2
+OPEN: Final = 0
+EXHAUSTED: Final = 1
+CANCELLED: Final = 2
 
 
 class JobValue(NamedTuple):
@@ -396,8 +410,8 @@ class Prices(NamedTuple):
         return -(-(input_tokens * self.input + output_tokens * self.output) // 1000)
 
 
-FREE = Prices(0, 0)
-DAY_MS = 86_400_000
+FREE: Final = Prices(0, 0)
+DAY_MS: Final = 86_400_000
 
 
 class Periods(NamedTuple):

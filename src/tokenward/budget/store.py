@@ -12,11 +12,12 @@ the driver said, so callers handle exactly one exception type.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Final, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from ..errors import TokenwardError
+from .layout import Layout as Layout   # its home before it was compiled (tokenward/compiled.py)
 from . import policy
-from .policy import BUCKET, SCALE, SOFT, Check, JobValue, Outcome
+from .policy import JobValue, Outcome
 
 if TYPE_CHECKING:
     from .job_policy import Limits
@@ -24,33 +25,6 @@ if TYPE_CHECKING:
 
 class StoreUnavailable(TokenwardError):
     """The budget store could not be reached or did not answer in time."""
-
-
-class Layout:
-    """The checks of one namespace for one kind of caller, built once and reused per request.
-
-    ``wire`` is free for a store to cache what it derives from the layout (encoded bytes).
-    """
-
-    __slots__ = ("namespace", "leases_key", "checks", "keys", "wire", "jobs", "reserve", "settle")
-
-    def __init__(self, namespace: str, checks: Sequence[Check]) -> None:
-        self.namespace = namespace
-        self.leases_key = namespace + ":leases"
-        self.checks = tuple(checks)
-        # An agent job's checks lead the layout; its arithmetic, picked once (policy.py).
-        self.jobs = policy.job_checks(self.checks)
-        self.reserve = policy.reserve_jobs if self.jobs else policy.reserve
-        self.settle = policy.settle_jobs if self.jobs else policy.settle
-        for c in self.checks:
-            # The idle sweep (lua/sweep.lua) relies on every bucket refilling in a minute.
-            if c.kind in (BUCKET, SOFT) and c.p1 > c.p2 * SCALE:
-                raise ValueError(f"bucket {c.key} takes longer than a minute to refill")
-        self.keys = tuple(c.key for c in self.checks)
-        self.wire: object = None
-
-    def record_key(self, reservation_id: str) -> str:
-        return self.namespace + ":r:" + reservation_id
 
 
 class ReserveCall(NamedTuple):
@@ -103,9 +77,11 @@ class JobRecord(NamedTuple):
     children: tuple[str, ...]
 
 
-# settle answers
-SETTLED, UNKNOWN, LEASE_LIVE = 1, 0, -1
-ALREADY_RESERVED = Outcome(True, -1, 0, (), ())
+# settle answers (Final: constants in the compiled modules that read them)
+SETTLED: Final = 1
+UNKNOWN: Final = 0
+LEASE_LIVE: Final = -1
+ALREADY_RESERVED: Final = Outcome(True, -1, 0, (), ())
 
 
 class BudgetStore(Protocol):

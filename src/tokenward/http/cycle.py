@@ -9,22 +9,22 @@ from __future__ import annotations
 
 import asyncio
 from http import HTTPStatus
-from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+from typing import Callable, Final, Iterable, Protocol, TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .asgi import Message, Scope
 
-CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_STATUS_LINES = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
-_NO_BODY_STATUS = frozenset((204, 304))
-_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"connection"))
+CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_STATUS_LINES: Final = {s.value: b"HTTP/1.1 %d %s\r\n" % (s.value, s.phrase.encode()) for s in HTTPStatus}
+_NO_BODY_STATUS: Final = frozenset((204, 304))
+_FRAMING: Final = frozenset((b"content-length", b"transfer-encoding", b"connection"))
 # Names the gateway itself writes on most responses, exactly as spelled here: none is a
 # framing header in any case, so ``_head`` need not lower-case them (~0.1 us a header).
-_ORDINARY = frozenset((b"content-type", b"x-request-id", b"cache-control", b"retry-after", b"x-should-retry",
+_ORDINARY: Final = frozenset((b"content-type", b"x-request-id", b"cache-control", b"retry-after", b"x-should-retry",
                        b"x-tokenward-cache", b"x-tokenward-reason",
                        b"x-ratelimit-limit-tokens", b"x-ratelimit-limit-requests", b"x-ratelimit-remaining-tokens",
                        b"x-ratelimit-remaining-requests", b"x-ratelimit-reset-tokens", b"x-ratelimit-reset-requests"))
-_DISCONNECT = {"type": "http.disconnect"}
+_DISCONNECT: Final = {"type": "http.disconnect"}
 
 
 def wake(waiter: asyncio.Future[None] | None) -> None:

@@ -13,18 +13,21 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import hmac
 import secrets
+from hmac import compare_digest
+from typing import Final
 
-PREFIX = "tw_"
-ID_BYTES = 8
-SECRET_BYTES = 32
-ID_LEN = ID_BYTES * 2
-SECRET_LEN = 43  # base64url of 32 bytes, unpadded
-KEY_LEN = len(PREFIX) + ID_LEN + 1 + SECRET_LEN
+# Final: constants where this module is compiled (tokenward/compiled.py)
+PREFIX: Final = "tw_"
+ID_BYTES: Final = 8
+SECRET_BYTES: Final = 32
+ID_LEN: Final = 16   # ID_BYTES in hex
+SECRET_LEN: Final = 43  # base64url of 32 bytes, unpadded
+KEY_LEN: Final = 63   # len(PREFIX) + ID_LEN + 1 + SECRET_LEN
 # Domain separation: a tokenward key hash is useless as any other hash of the same bytes.
-_KEYED = hashlib.sha256(b"tokenward/api-key/v1\0")
-_HEX = frozenset("0123456789abcdef")
+_KEYED: Final = hashlib.sha256(b"tokenward/api-key/v1\0")
+_HEX: Final = frozenset("0123456789abcdef")
+assert ID_LEN == ID_BYTES * 2 and KEY_LEN == len(PREFIX) + ID_LEN + 1 + SECRET_LEN
 
 
 class ParsedKey:
@@ -60,7 +63,7 @@ def parse_key(key: str) -> ParsedKey | None:
 
 def matches(parsed: ParsedKey, stored_hash: bytes) -> bool:
     """Constant-time comparison of a presented secret against the stored hash."""
-    return hmac.compare_digest(hash_secret(parsed.key_id, parsed.secret), stored_hash)
+    return compare_digest(hash_secret(parsed.key_id, parsed.secret), stored_hash)
 
 
 def key_id_of(value: str) -> str | None:

@@ -26,7 +26,7 @@ def build_record(ctx: RequestContext, now_ns: int, route: str) -> DecisionRecord
     principal = ctx.principal
     # Positional, in field order: this runs once per request.
     return DecisionRecord(
-        time.time(), ctx.request_id, ctx.method, route, ctx.lifecycle.state.value, ctx.status,
+        time.time(), ctx.request_id, ctx.method, route, ctx.lifecycle.state.text, ctx.status,
         ctx.deciding_stage, ctx.reason, ctx.model, ctx.stream,
         principal.tenant if principal is not None else None,
         principal.key_id if principal is not None else None,

@@ -29,6 +29,7 @@ class State(enum.Enum):
     bit: int
     allowed: int
     terminal: bool
+    text: str   # the value, as a plain attribute: an enum's .value is Python code per read
 
 
 _R, _AD, _RS, _F, _S, _ST, _RJ, _AB, _AN = State
@@ -49,6 +50,7 @@ TERMINAL = frozenset({_ST, _RJ, _AB, _AN})
 # Enum members hash in Python code; bit masks keep each move to two attribute reads.
 for _i, _state in enumerate(State):
     _state.bit = 1 << _i
+    _state.text = _state.value
 for _state in State:
     _state.allowed = sum(target.bit for target in _TRANSITIONS[_state])
     _state.terminal = _state in TERMINAL

@@ -70,15 +70,21 @@ class WorkStage(BaseStage):
         plan = ctx.plan
         max_out = request.max_output_tokens
         limit = min(plan.max_context_tokens, self.windows[request.model])
-        # validation refuses a request with no input item
-        largest = counter.lower_bound(max(items, default=0))
+        # validation refuses a request with no input item. One loop for the largest and the
+        # sum: compiled, max() with a default and sum() are generic calls.
+        most = items[0] if items else 0
+        input_tokens = 0
+        for count in items:
+            input_tokens += count
+            if count > most:
+                most = count
+        largest = counter.lower_bound(most)
         if largest + max_out > limit:
             least = "" if counter.exact else "at least "
             return Refusal(
                 Reason.context_too_large,
                 f"This request needs {least}{largest} prompt tokens plus {max_out} output tokens; "
                 f"the limit is {limit} tokens", param=_INPUT_FIELD[request.route])
-        input_tokens = sum(items)
         stateful = route is not None and route.stateful
         if stateful:
             # the backend reads context the request does not carry (a stored response, a

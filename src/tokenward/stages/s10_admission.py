@@ -20,7 +20,7 @@ record is deleted by the settle that uses it.
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Awaitable
+from typing import Any, Awaitable, Final, TYPE_CHECKING
 
 
 from ..budget import policy
@@ -46,8 +46,8 @@ if TYPE_CHECKING:
     from ..pipeline.results import Principal, Work
 
 
-_NO_OUTPUT_ROUTES = frozenset({"/v1/embeddings"})
-_UNPRICED = (policy.FREE, None)
+_NO_OUTPUT_ROUTES: Final = frozenset({"/v1/embeddings"})
+_UNPRICED: Final = (policy.FREE, None)
 
 
 def _int(value: object) -> int | None:
@@ -209,13 +209,15 @@ class AdmissionStage(BaseStage):
         if ticket is None:
             return  # already settled
         record = reservation.record
-        if usage.known:
-            estimated = record.estimated_input if record is not None else reservation.tokens
-            tokens, cost = settle_amounts(usage, reservation.tokens, reservation.cost_units, estimated,
+        reserved = reservation.tokens
+        known = usage.known   # a property, Python code: read once
+        if known:
+            estimated = record.estimated_input if record is not None else reserved
+            tokens, cost = settle_amounts(usage, reserved, reservation.cost_units, estimated,
                                           self._models.get(ctx.model or "", _UNPRICED)[0])
             mode = policy.SETTLE
         elif backend_saw_it:
-            tokens, cost, mode = reservation.tokens, reservation.cost_units, policy.FULL
+            tokens, cost, mode = reserved, reservation.cost_units, policy.FULL
         else:
             tokens, cost, mode = 0, 0, policy.SETTLE
         self.admitter.settle_soon(ticket, tokens, cost, mode)
@@ -226,10 +228,10 @@ class AdmissionStage(BaseStage):
         spent[0] += tokens
         spent[1] += cost
         if record is not None:
-            charged = tokens if mode == policy.SETTLE else reservation.tokens
+            charged = tokens if mode == policy.SETTLE else reserved
             record.actual = tokens if mode == policy.SETTLE else None
-            record.refunded = max(reservation.tokens - charged, 0)
-            record.settle = "usage" if usage.known else ("full" if mode == policy.FULL else "unused")
+            record.refunded = max(reserved - charged, 0)
+            record.settle = "usage" if known else ("full" if mode == policy.FULL else "unused")
 
     def _key_slot(self, principal: Principal) -> list[int]:
         """Where a settle adds what a key was charged. The tenant's JWT callers share one

@@ -25,6 +25,8 @@ another (upstream/failover.py), under the same reservation.
 
 from __future__ import annotations
 
+from typing import Final
+
 import asyncio
 import logging
 from time import perf_counter_ns
@@ -51,7 +53,7 @@ from .stream_relay import relay_stream
 from .targets import Target, TargetTable
 
 log = logging.getLogger("tokenward.upstream")
-_JSON_CT = (b"content-type", b"application/json")
+_JSON_CT: Final = (b"content-type", b"application/json")
 
 
 def failure_detail(ctx: RequestContext, target: Target, exc: UpstreamError) -> None:

@@ -28,7 +28,8 @@ from ..errors import Reason, Refusal
 from .extensions import MAX_STOP_CHARS, check_token_ids, invalid
 from .messages import too_long
 from .normalize import Normalizer
-from .result import Findings
+from .findings import Findings
+from .schemas import CompletionRequest
 
 # An upper bound of tokens per byte of a prompt embedding: assumes 16-bit values and a
 # hidden size of at least 1024 (documented in docs/validation.md).
@@ -84,7 +85,8 @@ def candidates(req: Any, plan: PlanConfig) -> int:
     n = req.n if isinstance(req.n, int) else 1
     if n > plan.max_n:
         raise Refusal(Reason.choices_limit, f"n must be at most {plan.max_n} on this plan", param="n")
-    best_of = getattr(req, "best_of", None)
+    # only a completion has best_of: a getattr that misses raises and catches an AttributeError
+    best_of = req.best_of if isinstance(req, CompletionRequest) else None
     if not isinstance(best_of, int):
         return n
     # best_of 1 asks for nothing more than the default, so it needs no permission.

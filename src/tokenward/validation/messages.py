@@ -17,7 +17,7 @@ from ..config.schema import PlanConfig
 from ..errors import Reason, Refusal
 from . import media
 from .normalize import Normalizer
-from .result import Findings
+from .findings import Findings
 from .schemas import AssistantMessage, AudioPart, FilePart, ImagePart, RefusalPart, TextPart
 
 

@@ -31,7 +31,8 @@ from .bounds import (
 from .extensions import check_extensions, invalid
 from .messages import check_messages
 from .normalize import Normalizer
-from .result import Findings, NormalizedRequest
+from .findings import Findings
+from .result import NormalizedRequest
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from .structured import check_standard
 

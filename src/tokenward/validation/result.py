@@ -6,20 +6,7 @@ from typing import Any
 
 import msgspec
 
-
-class Findings:
-    """Facts gathered while one request is checked (mutable, private to validation)."""
-
-    __slots__ = ("attachments", "constrained", "extra_raw", "embed_tokens", "clamped", "bound_set", "defaulted")
-
-    def __init__(self) -> None:
-        self.attachments: list[Any] = []
-        self.constrained = False          # structured output of any kind was asked for
-        self.extra_raw: list[bytes] = []  # JSON the template renders into the prompt (vLLM documents)
-        self.embed_tokens: list[int] = []  # upper bound of tokens of each prompt_embeds entry
-        self.clamped: dict[str, int] = {}  # field -> the value the client asked for
-        self.bound_set = 0                 # the output bound the gateway wrote (set or clamped)
-        self.defaulted = False             # the bound was missing: the plan's default filled it
+from .findings import Findings as Findings   # its home before it was compiled (tokenward/compiled.py)
 
 
 class NormalizedRequest(msgspec.Struct, frozen=True):

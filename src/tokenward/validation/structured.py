@@ -24,7 +24,7 @@ the tenant (memos.py): another tenant's schema is never checked faster.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 from msgspec import UNSET
@@ -35,11 +35,11 @@ from ..errors import Reason, Refusal
 from .bounded import decode_free_form
 from .plan import feature_hint
 from .regex_cost import cheap, why_not_cheap
-from .result import Findings
+from .findings import Findings
 from .schemas import JsonObjectFormat, JsonSchemaFormat, NamedToolChoice
 
-REGEX_FEATURE = "guided_regex"
-JSON_SCHEMA_FEATURE = "structured_output"
+REGEX_FEATURE: Final = "guided_regex"
+JSON_SCHEMA_FEATURE: Final = "structured_output"
 # Keywords whose value maps names to schemas, and keywords whose value is data, not schema.
 _SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "dependentSchemas"})
 _DATA = frozenset({"enum", "const", "default", "examples", "example", "required", "description", "title"})
