@@ -40,13 +40,27 @@ class WriteBatch:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._pending: list[tuple[asyncio.WriteTransport, bytes | None | Literal[_Mark.EOF]]] = []
+        self._pending: list[tuple[asyncio.WriteTransport,
+                                  bytes | tuple[bytes, bytes] | None | Literal[_Mark.EOF]]] = []
         self._scheduled = False
         self._bytes = 0
 
     def write(self, transport: asyncio.WriteTransport, data: bytes) -> None:
         self._pending.append((transport, data))
         self._bytes += len(data)
+        if self._bytes > FLUSH_BYTES:
+            self.flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            self._loop.call_soon(self.flush)
+
+    def write_parts(self, transport: asyncio.WriteTransport, head: bytes, body: bytes) -> None:
+        """``head`` then ``body``, handed over in one ``writelines``: one ``writev`` on
+        uvloop, where two ``write`` calls cost two syscalls (and a small segment of their own
+        for the head); joining them would copy the body. For the upstream client's large
+        bodies (upstream/client.py), a ~68 KB agent request: 5 syscalls a request -> 4."""
+        self._pending.append((transport, (head, body)))
+        self._bytes += len(head) + len(body)
         if self._bytes > FLUSH_BYTES:
             self.flush()
         elif not self._scheduled:
@@ -82,6 +96,8 @@ class WriteBatch:
                 elif data is _EOF:
                     if transport.can_write_eof():
                         transport.write_eof()
+                elif isinstance(data, tuple):
+                    transport.writelines(data)
                 else:
                     transport.write(data)
             except Exception:  # one broken transport must not cost the others their writes

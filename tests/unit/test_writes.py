@@ -23,6 +23,11 @@ class FakeTransport:
             raise RuntimeError("broken")
         self.log.append((self.name, data))
 
+    def writelines(self, parts) -> None:
+        if self.broken:
+            raise RuntimeError("broken")
+        self.log.append((self.name, "lines", tuple(parts)))
+
     def close(self) -> None:
         self.closing = True
         self.log.append((self.name, "close"))
@@ -70,6 +75,24 @@ async def test_a_broken_transport_does_not_cost_the_others_their_writes():
     batch.write(good, b"2")
     batch.flush()
     assert log == [("bad", "abort"), ("good", b"2")]
+
+
+async def test_a_head_and_body_go_out_in_one_writelines_in_their_place(monkeypatch):
+    monkeypatch.setattr(writes, "FLUSH_BYTES", 100)
+    log: list = []
+    batch = WriteBatch(asyncio.get_running_loop())
+    a, b = FakeTransport(log, "a"), FakeTransport(log, "b")
+    batch.write(a, b"1")
+    batch.write_parts(a, b"head", b"body")
+    batch.write(b, b"x")
+    batch.close(a)
+    assert log == []
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert log == [("a", b"1"), ("a", "lines", (b"head", b"body")), ("b", b"x"), ("a", "close")]
+    log.clear()
+    batch.write_parts(b, b"h" * 50, b"b" * 51)   # both parts count toward the bound: flushed at once
+    assert log == [("b", "lines", (b"h" * 50, b"b" * 51))]
 
 
 async def test_one_batch_per_loop():

@@ -123,6 +123,18 @@ async def test_content_length_body_and_exact_request_bytes():
     )
 
 
+async def test_a_body_past_64_kib_goes_out_whole_after_its_head():
+    # above _SMALL_BODY the head and the body are handed over as two parts (one writev)
+    body = b'{"content":"' + bytes(range(97, 123)) * 3000 + b'"}'
+    async with serve(respond_with(OK_HELLO)) as (srv, pool):
+        for _ in range(2):   # and the connection is reused after it
+            resp = await pool.request("POST", "/chat/completions", [(b"x-a", b"1")], body)
+            assert await resp.read() == b"hello"
+    assert srv.requests == [(
+        b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:%d\r\n"
+        b"x-a: 1\r\ncontent-length: %d\r\n\r\n" % (srv.port, len(body))) + body] * 2
+
+
 async def test_get_without_body_has_no_content_length_and_framing_headers_are_ours():
     async with serve(respond_with(OK_HELLO)) as (srv, pool):
         hdrs = [(b"host", b"evil"), (b"content-length", b"99"), (b"x-b", b"2")]

@@ -18,7 +18,9 @@ from ..errors import Reason, Refusal
 from ..pipeline.route import Checked, NativeCall
 from ..pipeline.stage import BaseStage, Deciding
 from ..validation.result import NormalizedRequest
+from ..validation.peek import STRICT_CHAT
 from ..validation.texts import TextUnit, chat_units
+from ..wire.request_body import StrictPeek
 
 if TYPE_CHECKING:
     from ..pii.stream_edit import StreamTextEdit
@@ -30,7 +32,7 @@ class Route:
     """A configured route (pipeline/route.py ``Route``): its body is what goes upstream."""
 
     __slots__ = ("path", "methods", "content_types", "max_body_bytes", "allow_header", "has_body",
-                 "upstream_path", "validates")
+                 "upstream_path", "validates", "strict")
     stateful = False
 
     def __init__(self, path: str, methods: tuple[str, ...], content_types: tuple[str, ...],
@@ -44,6 +46,9 @@ class Route:
         # Backend base URLs end in /v1, so /v1/chat/completions goes to <base>/chat/completions.
         self.upstream_path = path[3:] if path.startswith("/v1/") else path
         self.validates = path
+        # how the first peek of a body decodes it (wire/request_body.py): strictly, where
+        # validation will anyway (the edge's build sets it), else None: leniently
+        self.strict: StrictPeek | None = None
 
     def texts(self, request: NormalizedRequest) -> list[TextUnit]:
         return chat_units(request)
@@ -98,6 +103,7 @@ class EdgeStage(BaseStage):
         ctx.route = route
         if not route.has_body:
             return None
+        ctx.parsed.strict = route.strict
         if route.content_types:
             content_type = ctx.header(b"content-type")
             if content_type is None or _media_type(content_type) not in route.content_types:
@@ -184,4 +190,9 @@ def _too_large(cap: int) -> Refusal:
 
 def build(config: Config, stage_names: frozenset[str]) -> EdgeStage:
     # Without an identity stage (benches that price a part), nothing else reads the body.
-    return EdgeStage(config, reads_body="identity" not in stage_names)
+    edge = EdgeStage(config, reads_body="identity" not in stage_names)
+    if "validation" in stage_names:   # it decodes chat bodies strictly: the peek reads that decode
+        chat = edge.routes.get("/v1/chat/completions")
+        if chat is not None:
+            chat.strict = STRICT_CHAT
+    return edge

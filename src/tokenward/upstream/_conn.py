@@ -286,8 +286,7 @@ class Conn(asyncio.Protocol):
         if type(data) is bytes:
             batch.write(self.transport, data)
         else:
-            batch.write(self.transport, data[0])
-            batch.write(self.transport, data[1])
+            batch.write_parts(self.transport, data[0], data[1])
 
     def kill(self) -> None:
         """Close now without flushing, so the upstream sees us go, and free the slot."""

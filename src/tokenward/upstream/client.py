@@ -59,7 +59,7 @@ __all__ = [
     "UpstreamTooLarge",
 ]
 
-_SMALL_BODY = 64 * 1024  # below this, head + body are joined into one write
+_SMALL_BODY = 64 * 1024  # below this, head + body are joined into one write; above, one writelines (no copy)
 _DROP = frozenset((b"host", b"content-length", b"transfer-encoding"))  # ours to set
 _BODYLESS = frozenset(("GET", "HEAD"))
 _METHODS = {m: m.encode() for m in ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")}

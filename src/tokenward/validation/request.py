@@ -36,8 +36,11 @@ from .result import NormalizedRequest
 from .schemas import ChatCompletionRequest, CompletionRequest, EmbeddingRequest
 from .structured import check_standard
 
+# the chat decoder is also the one the chat route's strict peek uses (validation/peek.py), so
+# the typed view it leaves on the body is the one validation finds
+CHAT_DECODER: msgspec.json.Decoder[Any] = msgspec.json.Decoder(ChatCompletionRequest)
 _DECODERS: dict[type, msgspec.json.Decoder[Any]] = {
-    ChatCompletionRequest: msgspec.json.Decoder(ChatCompletionRequest),
+    ChatCompletionRequest: CHAT_DECODER,
     CompletionRequest: msgspec.json.Decoder(CompletionRequest),
     EmbeddingRequest: msgspec.json.Decoder(EmbeddingRequest),
 }

@@ -24,7 +24,7 @@ had to remember to clear the others'). Sans-IO: bytes in, values out.
 from __future__ import annotations
 
 import enum
-from typing import Any, cast
+from typing import Any, Callable, NamedTuple, cast
 
 import msgspec
 
@@ -91,6 +91,15 @@ BodyPeek = cast("type[PeekFields]", msgspec.defstruct(
 FIRST_VLLM_FIELD = len(BodyPeek.__struct_fields__) - len(VLLM_FIELDS)
 
 
+class StrictPeek(NamedTuple):
+    """A route's strict decoder and how to read the peek off its result (None: it cannot
+    say exactly, peek leniently): validation/peek.py's ``STRICT_CHAT``, set on the body by
+    the edge where validation will decode it strictly anyway."""
+
+    decoder: msgspec.json.Decoder[Any]
+    peek: Callable[[Any], PeekFields | None]
+
+
 class _Unfit(enum.Enum):
     UNFIT = "this version was peeked at and does not fit the peek's shape"
 
@@ -104,11 +113,13 @@ _ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 class RequestBody:
-    __slots__ = ("raw", "version", "_peek", "_tree", "_members", "_typed", "_typed_by")
+    __slots__ = ("raw", "version", "strict", "_peek", "_tree", "_members", "_typed", "_typed_by")
 
     def __init__(self, raw: bytes = b"") -> None:
         self.raw = raw
         self.version = 0
+        # the route's strict decode, to peek through (StrictPeek); kept across versions
+        self.strict: StrictPeek | None = None
         self._peek: PeekFields | _Unfit | None = None
         self._tree: dict[str, Any] | None = None
         self._members: dict[str, Any] | None = None
@@ -134,12 +145,26 @@ class RequestBody:
         if peek is None:
             if not self.raw:
                 return None
-            try:
-                peek = _decode_peek(self.raw)
-            except _ERRORS:
-                peek = _UNFIT
+            strict = self.strict
+            if strict is not None:
+                peek = self._strict_peek(strict)
+            if peek is None:
+                try:
+                    peek = _decode_peek(self.raw)
+                except _ERRORS:
+                    peek = _UNFIT
             self._peek = peek
         return peek if peek is not _UNFIT else None
+
+    def _strict_peek(self, strict: StrictPeek) -> PeekFields | None:
+        """The peek read off the strict decode (kept as the typed view), or None: the body
+        does not fit the strict schema (validation names why), or the peek cannot be read
+        off it exactly."""
+        try:
+            typed = self.typed(strict.decoder)
+        except _ERRORS:
+            return None
+        return strict.peek(typed)
 
     def typed(self, decoder: msgspec.json.Decoder[Any]) -> Any:
         """This version decoded by ``decoder`` (a route's strict schema); msgspec's error
