@@ -49,7 +49,7 @@ MODULES: tuple[str, ...] = (
     "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases", "budget/layout",
     "control/streams", "control/metrics",
     "upstream/forward", "upstream/prepare", "upstream/targets", "upstream/pool", "upstream/routing",
-    "upstream/failover", "upstream/usage_report",
+    "upstream/failover", "upstream/usage_report", "reconcile/usage_bounds", "wire/request_body",
     "upstream/client", "upstream/_conn", "upstream/deadlines", "upstream/stream_clock", "upstream/stream_relay",
     "observe/metrics", "observe/decision_log", "observe/routes", "abuse/observe", "abuse/batch",
     "keys/last_used",
