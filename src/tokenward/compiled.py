@@ -47,6 +47,7 @@ MODULES: tuple[str, ...] = (
     "validation/structured", "validation/bounded", "validation/normalize", "validation/findings",
     "tokenize/requests",
     "budget/policy", "budget/memory", "budget/admission", "budget/limits", "budget/leases", "budget/layout",
+    "budget/redis", "budget/redis_jobs", "budget/resp",
     "control/streams", "control/metrics",
     "upstream/forward", "upstream/prepare", "upstream/targets", "upstream/pool", "upstream/routing",
     "upstream/failover", "upstream/usage_report", "reconcile/usage_bounds", "wire/request_body",
