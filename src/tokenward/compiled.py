@@ -39,7 +39,7 @@ MODULES: tuple[str, ...] = (
     "http/server", "http/head", "http/limits", "http/ending", "http/state", "http/bodies",
     "http/cycle", "http/responses",
     "pipeline/runner", "pipeline/context", "pipeline/lifecycle", "pipeline/outbound", "pipeline/disconnect",
-    "pipeline/bounds",
+    "pipeline/bounds", "pipeline/coroutines",
     "stages/s02_edge", "stages/s03_identity", "stages/s06_entitlement", "stages/s07_control",
     "stages/s08_validation", "stages/s09_work", "stages/s10_admission",
     "identity/apikeys", "keys/format", "keys/cache",
