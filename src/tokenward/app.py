@@ -266,7 +266,7 @@ class Gateway:
             decisions.write(build_record(ctx, perf_counter_ns(), metrics.routes.label(ctx)))
 
     def _next_id(self) -> str:
-        return f"{self._id_prefix}{next(self._ids):x}"
+        return self._id_prefix + hex(next(self._ids))[2:]   # hex(): a format spec costs a method call
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

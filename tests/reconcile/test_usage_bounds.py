@@ -18,7 +18,8 @@ from tokenward.budget.policy import Prices
 from tokenward.budget.store import Layout
 from tokenward.pipeline.results import Reservation, Work
 from tokenward.pipeline.bounds import answer_limit, usage_bounds
-from tokenward.reconcile.usage import Usage, UsageBounds, clamp
+from tokenward.reconcile.usage import Usage
+from tokenward.reconcile.usage_bounds import UsageBounds, clamp
 from tokenward.stages.s10_admission import settle_amounts
 from tokenward.pipeline.results import BudgetRecord
 

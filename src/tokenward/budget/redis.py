@@ -20,9 +20,9 @@ from . import policy
 from .policy import Check, Outcome
 from .cluster import ClusterRouter, is_cluster_reply
 from .redis_jobs import RedisJobs, decode_job
-from .resp import RedisPyConnections, Replies, RespClient, ScriptMissing, SingleFlight, _bulk, pack
+from .resp import RedisPyConnections, Replies, RespClient, SingleFlight, _bulk, pack
 from .scripts import RESERVE, SCRIPTS, SETTLE, SWEEP
-from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, SettleCall
+from .store import ALREADY_RESERVED, Layout, LeaseRenewal, ReserveCall, ScriptMissing, SettleCall
 
 
 def _script_loads() -> bytes:

@@ -42,7 +42,8 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import NoScriptError, RedisError
 
-from .store import StoreUnavailable
+# ScriptMissing lives in store.py: a compiled module may not define an exception class
+from .store import ScriptMissing, StoreUnavailable
 
 T = TypeVar("T")
 # One exchange's replies as hiredis (or redis-py) decodes them: per command bytes, an int,
@@ -69,10 +70,6 @@ class SingleFlight(Generic[T]):
         finally:
             if running.done():
                 self._running = None
-
-
-class ScriptMissing(Exception):
-    """The server does not know a script (restarted, failed over, flushed)."""
 
 
 def _bulk(value: object) -> bytes:

@@ -27,6 +27,10 @@ class StoreUnavailable(TokenwardError):
     """The budget store could not be reached or did not answer in time."""
 
 
+class ScriptMissing(Exception):
+    """The server does not know a script (restarted, failed over, flushed)."""
+
+
 class ReserveCall(NamedTuple):
     layout: Layout
     reservation_id: str

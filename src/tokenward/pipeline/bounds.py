@@ -2,7 +2,7 @@
 the bound a backend's usage report is clamped to, and the size its answer may have.
 
 - **Usage.** ``usage_bounds``: what a backend's usage report is clamped to
-  (``usage.clamp``) before anything reads it; upstream/usage_report.py applies it, records
+  (``usage_bounds.clamp``) before anything reads it; upstream/usage_report.py applies it, records
   and counts what was cut.
 - **Answer size.** ``answer_limit``: a whole body or a stream may carry
   ``bytes_per_token`` x the output bound x choices, + ``slack`` bytes; a request whose
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..reconcile.usage import UsageBounds
+from ..reconcile.usage_bounds import UsageBounds
 
 if TYPE_CHECKING:
     from .context import RequestContext

@@ -27,6 +27,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 from ..errors import Reason, Refusal
 from ..reconcile.usage import NOTHING_USED, Usage
+from .coroutines import is_coroutine
 from .context import RequestContext
 from .lifecycle import State
 from .outbound import Outbound
@@ -70,9 +71,8 @@ class Runner:
             for stage, name, holds in self._by_path.get(ctx.path, self._default):
                 current = name
                 decided = stage.decide(ctx)
-                # collections.abc's Coroutine, not typing's (checked in Python, ~1,000 instructions),
-                # nor types.CoroutineType (a compiled module's coroutines are of their own types)
-                if decided is not None and isinstance(decided, Coroutine):
+                # asked once per type (pipeline/coroutines.py)
+                if decided is not None and is_coroutine(decided):
                     decided = await decided   # this stage had to wait (pipeline/stage.py)
                 # one clock reading per boundary: a stage ends where the next one starts
                 t1 = perf_counter_ns()

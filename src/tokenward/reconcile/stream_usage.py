@@ -27,7 +27,8 @@ import msgspec
 
 from ..wire.chunks import Delta, parsed
 from ..wire.sse import SseEvent
-from .usage import Usage, from_reported
+from .usage import Usage
+from .usage_bounds import from_reported
 from ..wire.codec import json_decode as _decode_any
 
 if TYPE_CHECKING:

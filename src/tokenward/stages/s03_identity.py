@@ -25,6 +25,7 @@ from ..errors import Reason, Refusal
 from ..identity.apikeys import ApiKeyAuthenticator
 from ..identity.jwt import JwtVerifier, TokenRejected
 from ..identity.parts import IdentityParts
+from ..pipeline.coroutines import is_coroutine
 from ..pipeline.results import Principal
 from ..pipeline.stage import BaseStage, Deciding
 from ..wire.request_body import PeekFields
@@ -98,7 +99,7 @@ class IdentityStage(BaseStage):
 
     async def _admit_after(self, ctx: RequestContext, verifying: Awaitable[Principal | Refusal]) -> Refusal | None:
         decided = self._admitted(ctx, await verifying)
-        return await decided if isinstance(decided, Coroutine) else decided
+        return await decided if is_coroutine(decided) else decided
 
     def _admitted(self, ctx: RequestContext, result: Principal | Refusal) -> Coroutine[Any, Any, Refusal | None] | \
             Refusal | None:

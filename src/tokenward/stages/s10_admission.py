@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any, Awaitable, Final, TYPE_CHECKING
 
-
 from ..budget import policy
 from ..budget.admission import Admitter, Decision
 from ..budget.limits import JOB_LIMITS
@@ -35,6 +34,7 @@ from ..jobs.book import JobBook
 from ..observe.metrics import GatewayMetrics
 from ..observe.work import WorkMetrics
 from ..jobs.runs import JobRun
+from ..pipeline.coroutines import is_coroutine
 from ..pipeline.context import required
 from ..pipeline.results import BudgetRecord, Reservation
 from ..pipeline.stage import BaseStage, Deciding, Exit, ExitKind
@@ -101,7 +101,7 @@ class AdmissionStage(BaseStage):
         if isinstance(resolved, Refusal):
             return resolved
         decided = self._reserve(ctx, principal, resolved)
-        return await decided if isinstance(decided, Coroutine) else decided
+        return await decided if is_coroutine(decided) else decided
 
     def _reserve(self, ctx: RequestContext, principal: Principal, job: JobBudgets | None
                  ) -> Refusal | None | Coroutine[Any, Any, Refusal | None]:
@@ -126,7 +126,7 @@ class AdmissionStage(BaseStage):
     async def _after_store(self, ctx: RequestContext, principal: Principal, estimate: Estimate,
                            job: JobBudgets | None, reserving: Awaitable[Decision]) -> Refusal | None:
         decided = self._decided(ctx, principal, estimate, job, await reserving)
-        return await decided if isinstance(decided, Coroutine) else decided
+        return await decided if is_coroutine(decided) else decided
 
     def _decided(self, ctx: RequestContext, principal: Principal, estimate: Estimate, job: JobBudgets | None,
                  decision: Decision) -> Refusal | None | Coroutine[Any, Any, Refusal]:

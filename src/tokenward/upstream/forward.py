@@ -40,7 +40,8 @@ from ..pipeline.context import RequestContext, required
 from ..pipeline.stage import Exit, ExitKind
 from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
-from ..reconcile.usage import NOTHING_USED, UNKNOWN, decode_usage_member, from_reported
+from ..reconcile.usage import NOTHING_USED, UNKNOWN, decode_usage_member
+from ..reconcile.usage_bounds import from_reported
 from .backend_errors import backend_refusal
 from .affinity import affinity_seed, prefix_chain
 from .client import UpstreamConnectError, UpstreamError, UpstreamTimeout, UpstreamTooLarge
@@ -128,7 +129,7 @@ def upstream_request_id(request_id: str) -> str:
         except ValueError:
             pass
         else:
-            return f"{prefix}-0000-4000-8000-{counter:0>12}"
+            return prefix + "-0000-4000-8000-" + counter.rjust(12, "0")
     import uuid
 
     return str(uuid.uuid4())  # an id from elsewhere (tests, other front ends)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..pipeline.bounds import usage_bounds
-from ..reconcile.usage import Usage, clamp
+from ..reconcile.usage import Usage
+from ..reconcile.usage_bounds import clamp
 
 if TYPE_CHECKING:
     from ..pipeline.context import RequestContext

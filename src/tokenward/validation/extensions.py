@@ -81,8 +81,9 @@ def check_token_ids(ids: list[int], param: str, vocab_size: int) -> None:
 def check_extensions(req: Any, plan: PlanConfig, features: frozenset[str], findings: Findings,
                      vocab_size: int) -> None:
     fields = astuple(req)
+    unset = UNSET   # a local: mypyc reads an imported name from the module's dict per use
     for at in _POSITIONS[type(req)]:
-        if fields[at] is not UNSET:
+        if fields[at] is not unset:
             break
     else:
         return  # the common case: a plain OpenAI request

@@ -23,7 +23,8 @@ from typing import Any, Final
 import msgspec
 from msgspec import UNSET
 
-from ..wire.request_body import VLLM_FIELDS, BodyPeek, PeekFields, PeekMessage, StrictPeek, _Name, _ResponseFormat, _Tool
+from ..wire.peek_fields import VLLM_FIELDS, BodyPeek, PeekFields, PeekMessage, _Name, _ResponseFormat, _Tool
+from ..wire.request_body import StrictPeek
 from .request import CHAT_DECODER
 from .schemas import ChatCompletionRequest, StreamOptions
 

@@ -23,72 +23,15 @@ had to remember to clear the others'). Sans-IO: bytes in, values out.
 
 from __future__ import annotations
 
-import enum
-from typing import Any, Callable, NamedTuple, cast
+from typing import Any, Callable, Final, NamedTuple
 
 import msgspec
 
 from .codec import json_encode as _encode
+# re-exported: the stages import the peek's shapes from here
+from .peek_fields import FIRST_VLLM_FIELD, VLLM_FIELDS, BodyPeek, PeekFields, PeekMessage, Unfit
 
-# vLLM's request fields beyond OpenAI's API (sampling, guided decoding, templating).
-VLLM_FIELDS = (
-    "use_beam_search", "top_k", "min_p", "repetition_penalty", "length_penalty", "stop_token_ids",
-    "include_stop_str_in_output", "ignore_eos", "min_tokens", "skip_special_tokens",
-    "spaces_between_special_tokens", "truncate_prompt_tokens", "allowed_token_ids", "bad_words",
-    "prompt_logprobs", "add_generation_prompt", "continue_final_message", "add_special_tokens",
-    "documents", "chat_template", "chat_template_kwargs", "mm_processor_kwargs", "guided_json",
-    "guided_regex", "guided_choice", "guided_grammar", "guided_decoding_backend",
-    "guided_whitespace_pattern", "structured_outputs", "priority", "return_tokens_as_token_ids",
-    "logits_processors", "vllm_xargs", "kv_transfer_params", "cache_salt", "structural_tag",
-    "return_token_ids", "request_id", "prompt_embeds",
-)
-
-
-class _Name(msgspec.Struct):
-    name: object = None
-
-
-class _Tool(msgspec.Struct):
-    type: object = None
-    function: _Name | None = None
-    custom: _Name | None = None
-
-
-class PeekMessage(msgspec.Struct):
-    role: object = None
-
-
-class _ResponseFormat(msgspec.Struct):
-    type: object = None
-
-
-class PeekFields(msgspec.Struct):
-    """The members the stages before validation read, typed as loosely as ``peek()`` allows."""
-
-    model: object = None
-    user: object = None
-    messages: list[PeekMessage] | None = None
-    tools: list[_Tool] | None = None
-    functions: list[_Name] | None = None
-    tool_choice: object = None
-    function_call: object = None
-    response_format: _ResponseFormat | None = None
-    best_of: object = None
-    logprobs: object = None
-    top_logprobs: object = None
-    stream: object = None
-    stream_options: object = None
-    max_tokens: object = None
-    max_completion_tokens: object = None
-    n: object = None
-
-
-# vLLM fields come last: one tuple comparison tells whether any of them is present
-# (stages/s06_entitlement.py). The cast: msgspec types defstruct's result as type[Struct],
-# though it is a subclass of the bases it is given.
-BodyPeek = cast("type[PeekFields]", msgspec.defstruct(
-    "BodyPeek", [(name, object, None) for name in VLLM_FIELDS], bases=(PeekFields,), module=__name__))
-FIRST_VLLM_FIELD = len(BodyPeek.__struct_fields__) - len(VLLM_FIELDS)
+__all__ = ["FIRST_VLLM_FIELD", "VLLM_FIELDS", "BodyPeek", "PeekFields", "PeekMessage", "RequestBody", "StrictPeek"]
 
 
 class StrictPeek(NamedTuple):
@@ -100,16 +43,13 @@ class StrictPeek(NamedTuple):
     peek: Callable[[Any], PeekFields | None]
 
 
-class _Unfit(enum.Enum):
-    UNFIT = "this version was peeked at and does not fit the peek's shape"
-
-
-_UNFIT = _Unfit.UNFIT
+# not Final: tests/pipeline/test_body_peek.py counts the decodes by replacing it
 _decode_peek = msgspec.json.Decoder(BodyPeek).decode
-_decode_tree = msgspec.json.Decoder(dict[str, Any]).decode
-_decode_members = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
+_decode_tree: Final = msgspec.json.Decoder(dict[str, Any]).decode
+_decode_members: Final = msgspec.json.Decoder(dict[str, msgspec.Raw]).decode
 
-_ERRORS = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
+_UNFIT: Final = Unfit.UNFIT
+_ERRORS: Final = (msgspec.DecodeError, msgspec.ValidationError, RecursionError)
 
 
 class RequestBody:
@@ -120,7 +60,7 @@ class RequestBody:
         self.version = 0
         # the route's strict decode, to peek through (StrictPeek); kept across versions
         self.strict: StrictPeek | None = None
-        self._peek: PeekFields | _Unfit | None = None
+        self._peek: PeekFields | Unfit | None = None
         self._tree: dict[str, Any] | None = None
         self._members: dict[str, Any] | None = None
         self._typed: Any = None
