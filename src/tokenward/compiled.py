@@ -13,7 +13,9 @@ methods set from outside stays Python too (``tokenize/counters.py``). ``upstream
 is left out: only a pool routed by prefix runs it, and its unit tests hand it a stand-in
 context, which compiled code refuses. A class the hot path uses from a module that must stay
 Python moves to a module of its own, re-exported where it was (``budget/layout.py``,
-``validation/findings.py``); a module constant read per request is ``Final`` (mypyc reads any
+``validation/findings.py``), or what it runs per event moves to one
+(``reconcile/choice_counts.py``, for ``reconcile/stream_usage.py``, whose tests subclass
+``StreamUsage``); a module constant read per request is ``Final`` (mypyc reads any
 other module name with a dict lookup per use).
 
 A compiled module is imported in preference to its ``.py``, so editing the source of one
@@ -52,7 +54,7 @@ MODULES: tuple[str, ...] = (
     "upstream/client", "upstream/_conn", "upstream/deadlines", "upstream/stream_clock", "upstream/stream_relay",
     "observe/metrics", "observe/decision_log", "observe/routes", "abuse/observe", "abuse/batch",
     "keys/last_used",
-    "wire/sse", "reconcile/stream_usage", "writes",
+    "wire/sse", "reconcile/choice_counts", "writes",
 )
 
 
