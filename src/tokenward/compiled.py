@@ -8,13 +8,14 @@ machine without a compiler. The modules are typed strictly (mypy), which is what
 reads: compiled, they cost ~1/3 fewer instructions per request (docs/benchmarks.md,
 "A compiled hot path"). What they may not hold: a msgspec ``Struct`` (msgspec reads its
 annotations from the module, which a compiled module does not keep), a subclass of an
-exception, or a class that Python code subclasses (``dialects/exit.py`` subclasses
-``wire/sse.py``'s ``SseEvent``, so that module stays Python); a class whose instances get
+exception, or a class that Python code subclasses; a class whose instances get
 methods set from outside stays Python too (``tokenize/counters.py``). ``upstream/affinity.py``
 is left out: only a pool routed by prefix runs it, and its unit tests hand it a stand-in
 context, which compiled code refuses. A class the hot path uses from a module that must stay
 Python moves to a module of its own, re-exported where it was (``budget/layout.py``,
-``validation/findings.py``); a module constant read per request is ``Final`` (mypyc reads any
+``validation/findings.py``), or what it runs per event moves to one
+(``reconcile/choice_counts.py``, for ``reconcile/stream_usage.py``, whose tests subclass
+``StreamUsage``); a module constant read per request is ``Final`` (mypyc reads any
 other module name with a dict lookup per use).
 
 A compiled module is imported in preference to its ``.py``, so editing the source of one
@@ -54,6 +55,7 @@ MODULES: tuple[str, ...] = (
     "upstream/client", "upstream/_conn", "upstream/deadlines", "upstream/stream_clock", "upstream/stream_relay",
     "observe/metrics", "observe/decision_log", "observe/routes", "abuse/observe", "abuse/batch",
     "keys/last_used",
+    "wire/sse", "reconcile/choice_counts", "writes",
 )
 
 

@@ -153,6 +153,18 @@ async def test_idle_timeout_ends_stream_with_error_event(timed_gw, mock):
     await _wait_cancelled(mock, 1)
 
 
+async def test_a_stream_that_keeps_coming_is_never_idle(timed_gw, mock):
+    """Chunks every 0.1 s for 0.8 s against a 0.3 s idle limit: after the first event the
+    relay takes them from the upstream connection's parser (upstream/stream_relay.py's
+    sink), and each one counts as hearing from the backend."""
+    events, resp = await _stream_error(timed_gw, {"x-mock-token-rate": "10", "x-mock-tokens": "8"},
+                                       chat(max_tokens=8, stream=True))
+    assert resp.status_code == 200
+    assert events[-1] == "[DONE]" and not any("error" in e for e in events[:-1])
+    record = timed_gw.decisions()[-1]
+    assert record.get("reason") is None and record["usage"]["completion_tokens"] == 8
+
+
 async def test_max_duration_ends_stream_with_error_event(timed_gw, mock):
     events, _ = await _stream_error(timed_gw, {"x-mock-token-rate": "20", "x-mock-tokens": "1000"})
     assert events[-1]["error"]["code"] == "stream_duration_exceeded"

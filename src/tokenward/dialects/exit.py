@@ -59,19 +59,6 @@ _peek = msgspec.json.Decoder(_Peek).decode
 _envelope = msgspec.json.Decoder(_Envelope).decode
 
 
-class _Written(SseEvent):
-    """Events this transform wrote: only their bytes are read after it (it runs last), so
-    they are not parsed again as ``SseEvent`` would."""
-
-    __slots__ = ()
-
-    def __init__(self, raw: bytes) -> None:  # noqa: D107 - no parse, on purpose
-        self.raw = raw
-        self.data = None
-        self.parsed = None
-        self.malformed = False
-
-
 def _usage_of(body: bytes) -> object:
     try:
         return _peek(body).usage
@@ -162,7 +149,9 @@ class TranslatedAnswer:
             parsed = event.parsed
             out.append(stream.feed(parsed if parsed is not None else data))
         raw = out[0] if len(out) == 1 else b"".join(out)
-        return [_Written(raw)] if raw else []
+        # events this transform wrote: only their bytes are read after it (it runs last), so
+        # they are not parsed again
+        return [SseEvent(raw, read=False)] if raw else []
 
     def finish(self) -> list[SseEvent]:
         return []   # nothing held back; the end is written by ``close``

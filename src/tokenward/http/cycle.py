@@ -64,6 +64,7 @@ class RequestCycle:
 
     supports_disconnect_hook = True
     supports_body_now = True   # ``body_now`` (the pipeline's read_body asks)
+    supports_send_now = True   # ``body_ready`` and ``send_body_now`` (pipeline/outbound.py asks)
 
     def __init__(self, conn: Connection, scope: Scope, keep_alive: bool, expect_continue: bool) -> None:
         self.conn = conn
@@ -154,8 +155,21 @@ class RequestCycle:
         if kind != "http.response.body" or self.complete:
             raise RuntimeError(f"unexpected ASGI message {kind!r} after the response " +
                                ("completed" if self.complete else "started"))
-        body = message.get("body", b"")
-        more = message.get("more_body", False)
+        self._body(message.get("body", b""), bool(message.get("more_body", False)))
+
+    def body_ready(self) -> bool:
+        """A streamed body part can go out now through ``send_body_now``, with no wait for
+        the client to drain (or it is dropped, the client having left)."""
+        return self.started and not self.complete and (self.disconnected or not self.conn.write_paused)
+
+    def send_body_now(self, body: bytes) -> None:
+        """``send`` of an ``http.response.body`` with ``more_body`` once ``body_ready``
+        said yes: no message dict, no coroutine (the stream relay's per-chunk path)."""
+        if not self.disconnected:
+            self._body(body, True)
+
+    def _body(self, body: bytes, more: bool) -> None:
+        conn = self.conn
         head = self.head
         if head is not None:
             self.head = None

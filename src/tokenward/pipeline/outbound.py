@@ -43,7 +43,7 @@ class ResponseTransform(Protocol):
 
 
 class Outbound:
-    __slots__ = ("_send", "transforms", "request_id", "headers")
+    __slots__ = ("_send", "transforms", "request_id", "headers", "_cycle")
 
     def __init__(self, send: Send, transforms: Sequence[ResponseTransform], request_id: bytes,
                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -53,6 +53,10 @@ class Outbound:
         # The request's response headers (ctx.response_headers: rate limits, the cache's
         # outcome, a clamped bound), added to every head that leaves: answer, stream, refusal.
         self.headers = headers
+        # the server's request cycle behind ``send``, if it writes a body part without a
+        # coroutine (ours: http/cycle.py ``send_body_now``)
+        cycle = getattr(send, "__self__", None)
+        self._cycle: Any = cycle if getattr(cycle, "supports_send_now", False) else None
 
     # -- whole answers ------------------------------------------------------------------
     async def whole(self, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
@@ -82,6 +86,19 @@ class Outbound:
         if events:
             body = events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
             await self._send({"type": "http.response.body", "body": body, "more_body": True})
+
+    def ready_now(self) -> bool:
+        """``events_now`` can pass events on at once (the client is not being waited on)."""
+        cycle = self._cycle
+        return cycle is not None and bool(cycle.body_ready())
+
+    def events_now(self, events: list[SseEvent]) -> None:
+        """``events`` without a coroutine, once ``ready_now`` said yes (the stream relay's
+        per-chunk path: upstream/stream_relay.py)."""
+        for transform in self.transforms:
+            events = transform.events(events)
+        if events:
+            self._cycle.send_body_now(events[0].raw if len(events) == 1 else b"".join([e.raw for e in events]))
 
     async def end_stream(self, tail: bytes = b"") -> None:
         """Flush what the transforms held back, then ``tail`` (a usage chunk and ``[DONE]``,

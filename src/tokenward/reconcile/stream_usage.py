@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..wire.chunks import Delta, parsed
+from ..wire.chunks import parsed
+from .choice_counts import ChoiceCount, count_choices
 from ..wire.sse import SseEvent
 from .usage import Usage
 from .usage_bounds import from_reported
@@ -38,39 +39,6 @@ if TYPE_CHECKING:
 # what one event was, for the relay (MALFORMED: broken framing, or data that is not a JSON
 # object: the relay ends the stream there and passes none of its bytes)
 OTHER, TOKENS, USAGE_ONLY, DONE, ERROR, MALFORMED = range(6)
-
-
-def _delta_text(delta: Delta) -> tuple[bool, str]:
-    """(carries output, its text) of a chat delta."""
-    parts = []
-    carries = False
-    for value in (delta.content, delta.reasoning_content, delta.refusal):
-        if value is not None:
-            carries = True
-            if value:
-                parts.append(value)
-    if delta.tool_calls:
-        carries = True
-        for call in delta.tool_calls:
-            fn = call.function
-            if fn is not None:
-                if fn.name:
-                    parts.append(fn.name)
-                if fn.arguments:
-                    parts.append(fn.arguments)
-    if carries and delta.role is not None and not parts:
-        return False, ""  # the role chunk ({"role": "assistant", "content": ""})
-    return carries, "".join(parts)
-
-
-class _ChoiceCount:
-    __slots__ = ("events", "empty", "texts", "finish")
-
-    def __init__(self) -> None:
-        self.events = 0
-        self.empty = 0
-        self.texts: list[str] = []
-        self.finish: str | None = None
 
 
 class StreamUsage:
@@ -87,7 +55,7 @@ class StreamUsage:
         self.reported: Usage | None = None
         self.saw_done = False
         self.unreadable = 0          # data events that were not a chunk we could read
-        self._choices: dict[int, _ChoiceCount] = {}
+        self._choices: dict[int, ChoiceCount] = {}
         # the stream's own id and shape, for a usage chunk the gateway adds
         self.stream_id: str | None = None
         self.object: str | None = None
@@ -118,28 +86,8 @@ class StreamUsage:
                     return USAGE_ONLY
         if chunk.error is not None and not chunk.choices:
             return ERROR
-        for choice in chunk.choices or ():
-            count = self._choices.get(choice.index)
-            if count is None:
-                count = self._choices[choice.index] = _ChoiceCount()
-            if choice.delta is not None:
-                carries, text = _delta_text(choice.delta)
-            elif choice.text is not None:
-                carries, text = True, choice.text
-            else:
-                carries, text = False, ""
-            if choice.finish_reason is not None:
-                count.finish = choice.finish_reason
-                if not text:
-                    carries = False  # a finish chunk, not a token
-            if carries:
-                kind = TOKENS
-                count.events += 1
-                if text:
-                    if self._count_text:
-                        count.texts.append(text)
-                else:
-                    count.empty += 1
+        if chunk.choices and count_choices(self._choices, chunk.choices, self._count_text):
+            kind = TOKENS
         return kind
 
     def _observe_loosely(self, data: bytes) -> int:
@@ -158,7 +106,7 @@ class StreamUsage:
             self.reported = usage
         choices = obj.get("choices")
         if isinstance(choices, list) and choices:
-            count = self._choices.setdefault(0, _ChoiceCount())
+            count = self._choices.setdefault(0, ChoiceCount())
             count.events += 1
             count.empty += 1
             return TOKENS

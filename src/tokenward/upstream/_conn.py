@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from types import EllipsisType
-from typing import Any
+from typing import Any, Callable
 
 import httptools
 
@@ -55,7 +55,7 @@ class UpstreamResponse(ResponseHead):
 
     __slots__ = (
         "status", "headers", "_pool", "_conn", "_chunks", "_size",
-        "_headers_done", "_done", "_exc", "_waiter", "_stale",
+        "_headers_done", "_done", "_exc", "_waiter", "_stale", "sink",
     )
 
     def __init__(self, pool: Any) -> None:
@@ -70,6 +70,9 @@ class UpstreamResponse(ResponseHead):
         self._exc: UpstreamError | None = None
         self._waiter: asyncio.Future[Any] | None = None
         self._stale = False  # closed before any byte on a reused connection: retryable
+        # Offered each body part before it is buffered (upstream/stream_relay.py): True if it
+        # took the part, so its reader is neither woken nor handed it.
+        self.sink: Callable[[bytes], bool] | None = None
 
     def __repr__(self) -> str:
         return f"<UpstreamResponse {self.status} complete={self._done}>"
@@ -119,6 +122,12 @@ class UpstreamResponse(ResponseHead):
             if self._done:
                 return None
             await self._wait(self._pool._read_timeout if timeout is ... else timeout)
+
+    async def wait_more(self) -> None:
+        """Wait until there is something to read (buffered data, the end, an error) or the
+        sink's owner wakes the reader; no wait if there is already."""
+        if not self._chunks and self._exc is None and not self._done:
+            await self._wait(None)
 
     def __aiter__(self) -> UpstreamResponse:
         return self
@@ -371,6 +380,9 @@ class Conn(asyncio.Protocol):
         resp = self.resp
         if resp._done:  # a body on a HEAD response: the peer is confused
             self.keep = False
+            return
+        sink = resp.sink
+        if sink is not None and not resp._chunks and sink(body):
             return
         resp._chunks.append(body)
         resp._size += len(body)

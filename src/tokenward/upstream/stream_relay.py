@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Callable, Protocol
 
 from ..errors import Reason, Refusal
 from ..http.responses import SSE_HEADERS, sse_error_event
@@ -31,6 +31,7 @@ from ..pipeline.bounds import answer_limit
 from .usage_report import bounded
 from ..reconcile.stream_usage import DONE, MALFORMED, USAGE_ONLY, StreamUsage
 from ..reconcile.usage import NOTHING_USED, UNKNOWN, Usage
+from ._conn import UpstreamResponse, wake
 from .client import UpstreamError
 from .response_head import Response
 from ..wire.sse import SseEvent, SseSplitter
@@ -38,7 +39,7 @@ from ..wire.codec import json_encode as _encode
 
 if TYPE_CHECKING:
     from .prepare import UpstreamCall
-    from .stream_clock import StreamClock
+    from .stream_clock import OpenStream, StreamClock
 
 
 class StreamLimits(Protocol):
@@ -84,63 +85,133 @@ _TOO_LARGE = "the backend's stream is larger than this request allows"
 _MALFORMED = "the backend sent an event that is not well-formed server-sent events with JSON data"
 
 
+class _Relay:
+    """One stream's state while it is relayed. A body part is taken by the relay's task
+    (``resp.next_chunk``) or, once the response has started and while the task waits for
+    the backend with the client ready to take bytes, straight from the upstream
+    connection's parser (``take_now``, the response's ``sink``): no future, no wake-up of
+    the task and no coroutine per part. Either way a part is accounted before it is passed
+    on, and parts keep their order: the sink takes one only while the task is parked with
+    nothing buffered."""
+
+    def __init__(self, ctx: RequestContext, account: StreamUsage, drop_usage: bool, room: int | None,
+                 stream: OpenStream, now: Callable[[], float]) -> None:
+        self.account = account
+        self.splitter = SseSplitter()
+        self.outbound = ctx.out
+        self.drop_usage = drop_usage
+        self.room = room    # bytes the backend may still send (None: no bound); past it the stream is cut
+        self.stream = stream
+        self.now = now
+        self.started = False
+        self.done_event = b""
+        self.ending: Reason | None = None
+        self.cut: str | None = None       # why the gateway ended the stream (upstream_error)
+        self.parked = False               # the task waits on the backend: the sink may take parts
+        self.error: Exception | None = None   # raised while the sink took a part; the task re-raises it
+        self.upstream: UpstreamResponse | None = None
+
+    def events_of(self, chunk: bytes) -> list[SseEvent] | None:
+        """Account for one body part; the events to pass on (None: it cut the stream)."""
+        room = self.room
+        if room is not None:
+            room -= len(chunk)
+            self.room = room
+            if room < 0:
+                self.ending, self.cut = Reason.upstream_error, _TOO_LARGE
+                return None
+        out, done, malformed = _events(self.account, self.splitter.feed(chunk), self.drop_usage)
+        if done is not None:
+            self.done_event = done   # sent only after a clean end
+        if malformed:
+            self.ending, self.cut = Reason.upstream_error, _MALFORMED
+        return out
+
+    def take_now(self, chunk: bytes) -> bool:
+        if not self.parked or not self.outbound.ready_now():
+            return False   # buffered for the task, which may wait for the client to drain
+        self.stream.waiting_since = self.now()   # the backend was heard from just now
+        try:
+            out = self.events_of(chunk)
+            if out:
+                self.outbound.events_now(out)
+        except Exception as exc:  # raised by the task, as if it had run there
+            self.error = exc
+        if (self.cut is not None or self.error is not None) and self.upstream is not None:
+            self.parked = False
+            wake(self.upstream)
+        return True
+
+
 async def relay_stream(fwd: StreamLimits, ctx: RequestContext, call: UpstreamCall, resp: Response) -> Exit:
     target = call.target
     account = StreamUsage(target.output_counter)
-    splitter = SseSplitter()
     work = ctx.work
     prompt = work.input_tokens if work is not None else None
-    outbound = ctx.out
-    drop_usage = not call.client_wants_usage
-    # bytes the backend may still send (None: no bound); past it the stream is cut
-    room = answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes)
-    started = False
-    done_event = b""
-    ending: Reason | None = None
-    cut: str | None = None       # why the gateway ended the stream (upstream_error)
     clock = fwd.clock()
     stream = clock.open(resp)
     now = clock.now
+    relay = _Relay(ctx, account, not call.client_wants_usage,
+                   answer_limit(ctx, target.answer_bytes_per_token, target.answer_slack_bytes), stream, now)
+    upstream = resp if isinstance(resp, UpstreamResponse) else None
     try:
         while True:
             stream.waiting_since = now()
             try:
+                if relay.parked:
+                    await relay_parked(relay, upstream)
+                    if relay.cut is not None:
+                        break
                 chunk = await resp.next_chunk(timeout=None)
             except UpstreamError as exc:
-                ending = stream.expired or Reason.upstream_unavailable
+                relay.ending = stream.expired or Reason.upstream_unavailable
                 ctx.note("upstream_error_detail", exc.detail)   # the record's, never the client's
                 break
             stream.waiting_since = None
             if chunk is None:
                 break
-            if room is not None:
-                room -= len(chunk)
-                if room < 0:
-                    ending, cut = Reason.upstream_error, _TOO_LARGE
-                    break
-            out, done, malformed = _events(account, splitter.feed(chunk), drop_usage)
-            if done is not None:
-                done_event = done   # sent only after a clean end
-            if malformed:
-                ending, cut = Reason.upstream_error, _MALFORMED
+            out = relay.events_of(chunk)
             if out:
-                if not started:
+                if not relay.started:
                     await _start(ctx)
-                    started = True
-                await outbound.events(out)
-            if cut is not None:
+                    relay.started = True
+                await relay.outbound.events(out)
+            if relay.cut is not None:
                 break
+            if upstream is not None and relay.started:
+                relay.parked = True   # from here the sink may take the parts
     finally:
+        relay.parked = False
+        if upstream is not None:
+            upstream.sink = None
         clock.close(stream)
         ctx.usage = bounded(ctx, target, _usage_so_far(account, prompt))
     if account.unreadable:
         ctx.note("stream_unreadable_events", account.unreadable)
+    ending = relay.ending
+    cut = relay.cut
     if cut is not None:
         ctx.note("upstream_error_detail", cut)
-    elif ending is None and (account.unfinished() or splitter.finish().strip()):
+    elif ending is None and (account.unfinished() or relay.splitter.finish().strip()):
         ending = Reason.upstream_truncated
     timed_out = stream.expired is not None
-    return await _end(fwd, ctx, call, account, started, ending, timed_out, done_event, cut)
+    return await _end(fwd, ctx, call, account, relay.started, ending, timed_out, relay.done_event, cut)
+
+
+async def relay_parked(relay: _Relay, upstream: UpstreamResponse | None) -> None:
+    """Wait while the sink takes the parts; back to the task's own reading when a part was
+    left buffered, the stream ended or failed, or the sink cut it (raising what it raised)."""
+    if upstream is None:
+        return
+    relay.upstream = upstream
+    upstream.sink = relay.take_now
+    try:
+        await upstream.wait_more()
+    finally:
+        relay.parked = False
+        upstream.sink = None
+    if relay.error is not None:
+        raise relay.error
 
 
 def _events(account: StreamUsage, events: list[SseEvent], drop_usage: bool) -> tuple[list[SseEvent], bytes | None, bool]:

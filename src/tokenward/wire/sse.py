@@ -30,11 +30,15 @@ _FIELDS = frozenset((b"data", b"event", b"id", b"retry"))
 class SseEvent:
     __slots__ = ("raw", "data", "parsed", "malformed")
 
-    def __init__(self, raw: bytes) -> None:
+    def __init__(self, raw: bytes, read: bool = True) -> None:
         self.raw = raw
         self.parsed: Chunk | None = None  # the typed chunk, once a reader decoded it (wire/chunks.py)
-        if raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
-            self.data: bytes | None = raw[6:].rstrip(b"\n")   # the common shape: one data line
+        if not read:
+            # an event the gateway wrote itself (dialects/exit.py): only its bytes are used
+            self.data: bytes | None = None
+            self.malformed = False
+        elif raw.startswith(b"data: ") and raw.count(b"\n") <= 2 and _CR not in raw:
+            self.data = raw[6:].rstrip(b"\n")   # the common shape: one data line
             self.malformed = False
         else:
             self.data, self.malformed = _read(raw)
