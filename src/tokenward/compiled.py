@@ -15,8 +15,10 @@ context, which compiled code refuses. A class the hot path uses from a module th
 Python moves to a module of its own, re-exported where it was (``budget/layout.py``,
 ``validation/findings.py``), or what it runs per event moves to one
 (``reconcile/choice_counts.py``, for ``reconcile/stream_usage.py``, whose tests subclass
-``StreamUsage``); a module constant read per request is ``Final`` (mypyc reads any
-other module name with a dict lookup per use).
+``StreamUsage``), or the Structs move out instead (``wire/peek_fields.py`` beside
+``wire/request_body.py``; ``reconcile/usage.py`` beside ``reconcile/usage_bounds.py``); a module
+constant read per request is ``Final`` (mypyc reads any other module name, an imported one
+too, with a dict lookup per use: read it through a local in a loop).
 
 A compiled module is imported in preference to its ``.py``, so editing the source of one
 would change nothing until the next build. ``check`` compares each compiled module's
