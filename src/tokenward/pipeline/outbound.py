@@ -80,11 +80,17 @@ class Outbound:
             headers += self.headers
         await self._send({"type": "http.response.start", "status": status, "headers": headers})
 
-    async def events(self, events: list[SseEvent]) -> None:
+    def _transformed(self, events: list[SseEvent]) -> bytes:
+        """``events`` through the transforms, as the bytes to send (empty: none left)."""
         for transform in self.transforms:
             events = transform.events(events)
-        if events:
-            body = events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
+        if not events:
+            return b""
+        return events[0].raw if len(events) == 1 else b"".join([e.raw for e in events])
+
+    async def events(self, events: list[SseEvent]) -> None:
+        body = self._transformed(events)
+        if body:
             await self._send({"type": "http.response.body", "body": body, "more_body": True})
 
     def ready_now(self) -> bool:
@@ -95,10 +101,9 @@ class Outbound:
     def events_now(self, events: list[SseEvent]) -> None:
         """``events`` without a coroutine, once ``ready_now`` said yes (the stream relay's
         per-chunk path: upstream/stream_relay.py)."""
-        for transform in self.transforms:
-            events = transform.events(events)
-        if events:
-            self._cycle.send_body_now(events[0].raw if len(events) == 1 else b"".join([e.raw for e in events]))
+        body = self._transformed(events)
+        if body:
+            self._cycle.send_body_now(body)
 
     async def end_stream(self, tail: bytes = b"") -> None:
         """Flush what the transforms held back, then ``tail`` (a usage chunk and ``[DONE]``,

@@ -124,8 +124,7 @@ class UpstreamResponse(ResponseHead):
             await self._wait(self._pool._read_timeout if timeout is ... else timeout)
 
     async def wait_more(self) -> None:
-        """Wait until there is something to read (buffered data, the end, an error) or the
-        sink's owner wakes the reader; no wait if there is already."""
+        """Wait for something to read (data, the end, an error) or the sink's owner's wake."""
         if not self._chunks and self._exc is None and not self._done:
             await self._wait(None)
 
